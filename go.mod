@@ -1,5 +1,5 @@
 module github.com/exactfs/exactfs
 
-go 1.25
+go 1.25.0
 
-require golang.org/x/sys v0.50.0 // indirect
+require golang.org/x/sys v0.45.0
