@@ -1,0 +1,29 @@
+package statelock
+
+import "time"
+
+// Backoff between acquisition attempts (SPEC §4.4): 5 ms, doubling, capped
+// at 100 ms. A waiter on Linux also wakes as soon as the lock record changes
+// (wait_linux.go), so the cap bounds only how late a change that produced no
+// event is noticed.
+const (
+	backoffMin = 5 * time.Millisecond
+	backoffMax = 100 * time.Millisecond
+)
+
+// backoff yields the successive sleeps of one wait.
+type backoff struct{ next time.Duration }
+
+// step returns the next sleep, never more than remaining.
+func (b *backoff) step(remaining time.Duration) time.Duration {
+	if b.next == 0 {
+		b.next = backoffMin
+	}
+	d := b.next
+	b.next = min(2*b.next, backoffMax)
+	return max(0, min(d, remaining))
+}
+
+// reset starts over from the shortest sleep: the holder changed, so the
+// lock is likely to be free soon again.
+func (b *backoff) reset() { b.next = 0 }

@@ -1,0 +1,275 @@
+package statelock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxSafeInteger is the largest integer a JavaScript number holds exactly.
+// TypeScript peers validate pids with Number.isSafeInteger, so a pid beyond
+// it is a record they would call malformed; we call it malformed too.
+const maxSafeInteger = 1<<53 - 1
+
+// Record is one owner record: the JSON at F.lock or F.lock.transition.owner
+// naming the process that holds it, or a released tombstone.
+//
+// The first four keys are the TypeScript reference's, in its order; the
+// evidence fields exactfs adds come after owner_host_id, where readers that
+// do not know them ignore them. Empty strings and zero numbers mean "absent"
+// for the optional fields: a present-but-empty owner_host_id is malformed on
+// read and never written.
+type Record struct {
+	Pid             int64
+	StartTime       string
+	Token           string
+	HostID          string // owner_host_id; "" when the record does not say
+	StartTimeFormat string // "linux-proc-v1", "ps-utc-v1", or ""
+	PidfdIno        uint64
+	PidNS           uint64
+	BootID          string
+	Released        bool
+}
+
+// Kernel reports whether the record was written by an exactfs holder, which
+// also holds an OFD lock on the record's inode for as long as it holds the
+// lock (SPEC §4.7). Only such a record may be judged by asking the kernel.
+func (r *Record) Kernel() bool {
+	return r.PidfdIno != 0 || r.PidNS != 0 || r.BootID != ""
+}
+
+// Encode returns the record's exact on-disk bytes: compact JSON, keys in
+// protocol order, no trailing newline. The bytes are what JSON.stringify
+// would produce for the same object, so a TypeScript peer that rewrites a
+// record and one of ours are indistinguishable on disk.
+func (r *Record) Encode() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"pid":`)
+	b.WriteString(strconv.FormatInt(r.Pid, 10))
+	b.WriteString(`,"start_time":`)
+	writeJSString(&b, r.StartTime)
+	b.WriteString(`,"token":`)
+	writeJSString(&b, r.Token)
+	if r.HostID != "" {
+		b.WriteString(`,"owner_host_id":`)
+		writeJSString(&b, r.HostID)
+	}
+	if r.StartTimeFormat != "" {
+		b.WriteString(`,"start_time_format":`)
+		writeJSString(&b, r.StartTimeFormat)
+	}
+	if r.PidfdIno != 0 {
+		b.WriteString(`,"pidfd_ino":`)
+		b.WriteString(strconv.FormatUint(r.PidfdIno, 10))
+	}
+	if r.PidNS != 0 {
+		b.WriteString(`,"pid_ns":`)
+		b.WriteString(strconv.FormatUint(r.PidNS, 10))
+	}
+	if r.BootID != "" {
+		b.WriteString(`,"boot_id":`)
+		writeJSString(&b, r.BootID)
+	}
+	if r.Released {
+		b.WriteString(`,"released":true`)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// tombstone is the released record of SPEC §4.1: pid 1 (alive in every pid
+// namespace, so a reader that does not know "released" stays out rather than
+// deleting it), start time unknown, a fresh token, this host, released.
+func tombstone(token, hostID string) *Record {
+	return &Record{Pid: 1, StartTime: "unknown", Token: token, HostID: hostID, Released: true}
+}
+
+// writeJSString writes s as JSON.stringify does: only '"', '\\' and control
+// characters are escaped; '<', '>', '&' and U+2028/2029 are left alone
+// (encoding/json would escape them, and the bytes would then differ from a
+// TypeScript peer's for the same record).
+func writeJSString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b.WriteString(`\ufffd`)
+			} else {
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+			continue
+		}
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+		i++
+	}
+	b.WriteByte('"')
+}
+
+// errMalformed marks bytes that are not a valid owner record. Such a record
+// proves nothing about its writer, so it is never judged by its pid.
+var errMalformed = errors.New("malformed owner record")
+
+// ParseRecord decodes and validates owner-record bytes with the reference's
+// rules: a JSON object; pid a safe integer > 0; start_time a string; token a
+// non-empty string; owner_host_id absent or a non-empty string; released
+// absent or exactly true. Unknown keys are ignored, as every reader must.
+// The exactfs evidence fields are read when they are well formed and
+// ignored otherwise (they are hints, and a TypeScript writer never sets them).
+func ParseRecord(data []byte) (*Record, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: not a JSON object", errMalformed)
+	}
+	r := &Record{}
+	pid, ok := safeInt(m["pid"])
+	if !ok || pid <= 0 {
+		return nil, fmt.Errorf("%w: pid is not a positive safe integer", errMalformed)
+	}
+	r.Pid = pid
+	if !jsonString(m["start_time"], &r.StartTime) {
+		return nil, fmt.Errorf("%w: start_time is not a string", errMalformed)
+	}
+	if !jsonString(m["token"], &r.Token) || r.Token == "" {
+		return nil, fmt.Errorf("%w: token is not a non-empty string", errMalformed)
+	}
+	if raw, ok := m["owner_host_id"]; ok {
+		if !jsonString(raw, &r.HostID) || r.HostID == "" {
+			return nil, fmt.Errorf("%w: owner_host_id is not a non-empty string", errMalformed)
+		}
+	}
+	if raw, ok := m["released"]; ok {
+		if string(bytes.TrimSpace(raw)) != "true" {
+			return nil, fmt.Errorf("%w: released is present but not true", errMalformed)
+		}
+		r.Released = true
+	}
+	jsonString(m["start_time_format"], &r.StartTimeFormat)
+	r.PidfdIno, _ = jsonUint(m["pidfd_ino"])
+	r.PidNS, _ = jsonUint(m["pid_ns"])
+	jsonString(m["boot_id"], &r.BootID)
+	return r, nil
+}
+
+// historicalUnreleased reports the one malformed shape that may be reclaimed
+// by age (SPEC §4.4): every field valid except released, which is false.
+// It returns the record read as if released were absent.
+func historicalUnreleased(data []byte) (*Record, bool) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, false
+	}
+	raw, ok := m["released"]
+	if !ok || string(bytes.TrimSpace(raw)) != "false" {
+		return nil, false
+	}
+	delete(m, "released")
+	fixed, err := json.Marshal(m)
+	if err != nil {
+		return nil, false
+	}
+	r, err := ParseRecord(fixed)
+	return r, err == nil
+}
+
+func jsonString(raw json.RawMessage, dst *string) bool {
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	return json.Unmarshal(raw, dst) == nil
+}
+
+// safeInt accepts what Number.isSafeInteger accepts after JSON.parse: any
+// JSON number (2039, 2039.0, 2.039e3) whose value is an integer of magnitude
+// at most 2^53-1.
+func safeInt(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func jsonUint(raw json.RawMessage) (uint64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	return v, err == nil
+}
+
+// legacyInfo is the info file of a legacy F.lock/ directory (SPEC §4.5).
+type legacyInfo struct {
+	Pid             int64
+	StartTime       string
+	StartTimeFormat string
+	Timestamp       float64
+	HostID          string
+}
+
+// parseLegacyInfo validates a legacy directory lock's info JSON: pid a
+// positive safe integer, start_time a string, timestamp a number,
+// owner_host_id absent or a non-empty string.
+func parseLegacyInfo(data []byte) (*legacyInfo, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: info is not a JSON object", errMalformed)
+	}
+	li := &legacyInfo{}
+	pid, ok := safeInt(m["pid"])
+	if !ok || pid <= 0 {
+		return nil, fmt.Errorf("%w: info pid is not a positive safe integer", errMalformed)
+	}
+	li.Pid = pid
+	if !jsonString(m["start_time"], &li.StartTime) {
+		return nil, fmt.Errorf("%w: info start_time is not a string", errMalformed)
+	}
+	ts := bytes.TrimSpace(m["timestamp"])
+	f, err := strconv.ParseFloat(string(ts), 64)
+	if len(ts) == 0 || err != nil {
+		return nil, fmt.Errorf("%w: info timestamp is not a number", errMalformed)
+	}
+	li.Timestamp = f
+	if raw, ok := m["owner_host_id"]; ok {
+		if !jsonString(raw, &li.HostID) || li.HostID == "" {
+			return nil, fmt.Errorf("%w: info owner_host_id is not a non-empty string", errMalformed)
+		}
+	}
+	jsonString(m["start_time_format"], &li.StartTimeFormat)
+	return li, nil
+}
