@@ -1,0 +1,26 @@
+// Package liveness answers one question for the lock protocols of exactfs:
+// is the process named by an owner record provably gone?
+//
+// A record names its owner by evidence (SPEC §3): the pid, the process start
+// time with the format it was read in, the boot it ran in, the host it ran
+// on, and, in records exactfs writes, the inode of a pidfd for the process
+// and the inode of its pid namespace. [Self] collects that evidence for the
+// calling process; [LoadHostIdentity] computes the host id that TypeScript
+// peers compute from the same machine id and installation secret.
+//
+// [Judge.Judge] turns a record into a three-valued [Verdict]. Only [Dead]
+// authorizes a reclaim, and it is said only when something proves it: the
+// kernel has no such pid, the pid now names a different process, the process
+// is a zombie, or the record was written during an earlier boot. Everything
+// the package cannot prove (another host, another pid namespace, a probe the
+// kernel refused to answer, a start time it cannot read) is [Alive] or
+// [Unknown], and both mean "keep out".
+//
+// What is not guaranteed: a record without a host id, or one written in a
+// different pid or time namespace that did not record its pid namespace, is
+// judged with this namespace's view of the pid; such records are exactly as
+// trustworthy as their writer made them. A Dead verdict is a statement about
+// the instant of the probe; callers must still remove only the very bytes
+// they judged (exact unlink), because a successor can take the path at any
+// moment.
+package liveness

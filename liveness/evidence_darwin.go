@@ -1,0 +1,63 @@
+package liveness
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const supported = true
+
+func startTime(pid int) (string, string, error) {
+	v, err := psStartTime(pid)
+	if err != nil {
+		return "", "", err
+	}
+	return v, FormatPsUTC, nil
+}
+
+func procStartTime(int) (string, error) {
+	return "", fmt.Errorf("liveness: %s start times are %w on darwin (no /proc)", FormatLinuxProc, errUnsupported)
+}
+
+// bootID returns kern.bootsessionuuid, which the kernel generates afresh at
+// every boot and keeps for the life of the boot.
+func bootID() (string, error) {
+	id, err := unix.Sysctl("kern.bootsessionuuid")
+	if err != nil {
+		return "", fmt.Errorf("liveness: boot id: %w", err)
+	}
+	id = strings.ToLower(strings.TrimSpace(id))
+	if id == "" {
+		return "", fmt.Errorf("liveness: boot id: kern.bootsessionuuid is empty")
+	}
+	return id, nil
+}
+
+// pidfdIno is 0: macOS has no pidfds.
+func pidfdIno(int) (uint64, error) { return 0, nil }
+
+// pidNS is 0: macOS has no pid namespaces.
+func pidNS(int) (uint64, error) { return 0, nil }
+
+func signal0(pid int) error {
+	return os.NewSyscallError("kill", syscall.Kill(pid, 0))
+}
+
+// sZomb is SZOMB from <sys/proc.h>: the process has exited and waits to be
+// reaped.
+const sZomb = 5
+
+func zombie(pid int) (bool, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return false, fmt.Errorf("liveness: state of pid %d: %w", pid, err)
+	}
+	if int(kp.Proc.P_pid) != pid {
+		return false, fmt.Errorf("liveness: state of pid %d: kernel answered for pid %d", pid, kp.Proc.P_pid)
+	}
+	return kp.Proc.P_stat == sZomb, nil
+}

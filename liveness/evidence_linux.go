@@ -1,0 +1,149 @@
+package liveness
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const supported = true
+
+func startTime(pid int) (string, string, error) {
+	v, err := procStartTime(pid)
+	if err == nil {
+		return v, FormatLinuxProc, nil
+	}
+	// Only a host without /proc falls back to ps; a process that is merely
+	// gone must not be given a start time from another reader.
+	if !procMounted() {
+		v, perr := psStartTime(pid)
+		if perr == nil {
+			return v, FormatPsUTC, nil
+		}
+		return "", "", perr
+	}
+	return "", "", err
+}
+
+func procMounted() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(string(b))
+}
+
+func procStartTime(pid int) (string, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return "", err
+	}
+	return st.StartTime, nil
+}
+
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+func bootID() (string, error) {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return "", fmt.Errorf("liveness: boot id: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", fmt.Errorf("liveness: boot id: %s is empty", bootIDFile)
+	}
+	return id, nil
+}
+
+// pidfdIno returns the inode of a pidfd for pid when pidfds live on pidfs.
+//
+// Since Linux 6.9 a pidfd is a file on pidfs whose inode number is assigned
+// from a 64-bit counter when the struct pid is allocated, so it names one
+// process for the life of the boot and is never reused, even when the pid
+// number is (on 32-bit kernels the 64-bit id is split into inode and
+// generation, and 2^32 processes would have to start before it wraps).
+// Before 6.9 every pidfd is the same anonymous inode, which would make every
+// process look identical; so the inode only counts when fstatfs says the
+// descriptor is on pidfs, which is a property of the object itself, not a
+// guess from the kernel version.
+func pidfdIno(pid int) (uint64, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.ENOSYS {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, os.NewSyscallError("pidfd_open", err)
+	}
+	defer unix.Close(fd)
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return 0, os.NewSyscallError("fstatfs", err)
+	}
+	if uint64(sfs.Type) != unix.PID_FS_MAGIC {
+		return 0, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, os.NewSyscallError("fstat", err)
+	}
+	return st.Ino, nil
+}
+
+func pidNS(pid int) (uint64, error) {
+	fi, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Ino == 0 {
+		return 0, fmt.Errorf("liveness: pid namespace of %d: no inode", pid)
+	}
+	return st.Ino, nil
+}
+
+func signal0(pid int) error {
+	return os.NewSyscallError("kill", syscall.Kill(pid, 0))
+}
+
+// zombie reports whether pid has exited and waits only to be reaped.
+//
+// State Z of the thread-group leader is not enough: a leader that called
+// pthread_exit while other threads run is shown as Z too, and that process
+// is alive. Its live threads are still listed in /proc/<pid>/task, whereas
+// the other threads of a process that exited are released at once; so the
+// process is a zombie only if no task besides the leader remains.
+func zombie(pid int) (bool, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return false, err
+	}
+	if st.State != 'Z' && st.State != 'X' {
+		return false, nil
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The leader was reaped between the two reads: gone either way.
+			return true, nil
+		}
+		return false, err
+	}
+	self := strconv.Itoa(pid)
+	for _, t := range tasks {
+		if t.Name() != self {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,33 @@
+//go:build !linux && !darwin
+
+package liveness
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// supported is false: this platform has none of the evidence SPEC §3 names
+// in a form the peers would read the same way. Every probe fails, and the
+// Judge answers Unknown, which keeps every lock it cannot judge.
+const supported = false
+
+func unsupportedErr(what string) error {
+	return fmt.Errorf("liveness: %s is %w on %s", what, errUnsupported, runtime.GOOS)
+}
+
+func startTime(int) (string, string, error) { return "", "", unsupportedErr("process start time") }
+
+func procStartTime(int) (string, error) { return "", unsupportedErr(FormatLinuxProc + " start time") }
+
+func psStartTime(int) (string, error) { return "", unsupportedErr(FormatPsUTC + " start time") }
+
+func bootID() (string, error) { return "", unsupportedErr("boot id") }
+
+func pidfdIno(int) (uint64, error) { return 0, nil }
+
+func pidNS(int) (uint64, error) { return 0, nil }
+
+func signal0(int) error { return unsupportedErr("probing a process") }
+
+func zombie(int) (bool, error) { return false, unsupportedErr("process state") }

@@ -1,0 +1,249 @@
+package liveness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// Verdict is the answer to "is the owner of a record gone?".
+//
+// The zero value is Unknown, so a Judgement that was never filled in keeps
+// the lock instead of authorizing a reclaim.
+type Verdict int
+
+const (
+	// Unknown: the system declined to answer or the evidence cannot be
+	// compared. It counts as alive: a probe the kernel refused is not
+	// evidence of death.
+	Unknown Verdict = iota
+	// Alive: the owner exists or cannot be proved gone.
+	Alive
+	// Dead: the owner is provably gone. The only verdict that authorizes a
+	// reclaim.
+	Dead
+)
+
+// String returns "dead", "alive" or "unknown".
+func (v Verdict) String() string {
+	switch v {
+	case Dead:
+		return "dead"
+	case Alive:
+		return "alive"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Judgement is a verdict with the reason for it, a short phrase for people
+// ("pid reused: start time differs").
+type Judgement struct {
+	Verdict Verdict
+	Reason  string
+}
+
+// String returns the verdict and its reason, as in "dead (no such process
+// (ESRCH))".
+func (j Judgement) String() string {
+	return j.Verdict.String() + " (" + j.Reason + ")"
+}
+
+// Owner is what a record says about the process that holds it. Empty strings
+// and zero numbers mean the record does not carry that evidence.
+type Owner struct {
+	Pid             int
+	StartTime       string
+	StartTimeFormat string
+	HostID          string
+	BootID          string
+	PidfdIno        uint64
+	PidNS           uint64
+}
+
+// Owner returns the owner record for e written on the host hostID.
+func (e Evidence) Owner(hostID string) Owner {
+	return Owner{
+		Pid:             e.Pid,
+		StartTime:       e.StartTime,
+		StartTimeFormat: e.StartTimeFormat,
+		HostID:          hostID,
+		BootID:          e.BootID,
+		PidfdIno:        e.PidfdIno,
+		PidNS:           e.PidNS,
+	}
+}
+
+// Prober is the set of system probes a Judge uses. Tests substitute it to
+// make the kernel answer what a race or another user would make it answer;
+// embed System to override only some probes.
+type Prober interface {
+	// Signal performs kill(pid, 0) and returns its error, which wraps the
+	// errno (syscall.ESRCH, syscall.EPERM, ...).
+	Signal(pid int) error
+	// Zombie reports whether pid has exited and waits to be reaped.
+	Zombie(pid int) (bool, error)
+	// StartTime reads the start time of pid in the given format.
+	StartTime(pid int, format string) (string, error)
+	// PidfdIno returns the pidfd inode of pid, or 0 where unsupported.
+	PidfdIno(pid int) (uint64, error)
+	// BootID returns the current boot id.
+	BootID() (string, error)
+	// PidNS returns the inode of the judging process's pid namespace.
+	PidNS() (uint64, error)
+}
+
+// System is the Prober that asks the running system.
+type System struct{}
+
+// Signal performs kill(pid, 0).
+func (System) Signal(pid int) error {
+	if err := checkPid(pid); err != nil {
+		return err
+	}
+	return signal0(pid)
+}
+
+// Zombie reports whether pid is a zombie.
+func (System) Zombie(pid int) (bool, error) {
+	if err := checkPid(pid); err != nil {
+		return false, err
+	}
+	return zombie(pid)
+}
+
+// StartTime calls StartTimeAs.
+func (System) StartTime(pid int, format string) (string, error) { return StartTimeAs(pid, format) }
+
+// PidfdIno calls the package function PidfdIno.
+func (System) PidfdIno(pid int) (uint64, error) { return PidfdIno(pid) }
+
+// BootID calls the package function BootID.
+func (System) BootID() (string, error) { return BootID() }
+
+// PidNS returns the pid namespace inode of the calling process.
+func (System) PidNS() (uint64, error) { return PidNS(os.Getpid()) }
+
+// Judge decides whether recorded owners are gone (SPEC §3).
+type Judge struct {
+	// Host is this host's identity; records naming another host are never
+	// judged by local probes. A zero Host recognizes no record as local.
+	Host HostIdentity
+	// HostLocal declares that the directory holding the records is never
+	// shared with another machine, so a record without a host id was
+	// written here and may be judged by its pid.
+	HostLocal bool
+	// Probe answers the system questions; nil means System.
+	Probe Prober
+}
+
+func (j *Judge) probe() Prober {
+	if j.Probe == nil {
+		return System{}
+	}
+	return j.Probe
+}
+
+func dead(reason string) Judgement    { return Judgement{Dead, reason} }
+func alive(reason string) Judgement   { return Judgement{Alive, reason} }
+func unknown(reason string) Judgement { return Judgement{Unknown, reason} }
+
+// Judge returns the verdict for o. The rules run in the order below; the
+// first that decides wins. Dead is returned only when a probe proved it.
+func (j *Judge) Judge(o Owner) Judgement {
+	p := j.probe()
+
+	// A record that does not say which host wrote it may come from another
+	// machine on a shared volume, where a local "no such process" proves
+	// nothing.
+	if o.HostID == "" {
+		if !j.HostLocal {
+			return alive("record has no host id")
+		}
+	} else if !j.Host.IsLocal(o.HostID) {
+		// Pids, start times and boots are host-local facts.
+		return alive("foreign host")
+	}
+
+	if err := checkPid(o.Pid); err != nil {
+		// kill(0, 0) or kill(-1, 0) would probe process groups and
+		// answer for the wrong processes.
+		return unknown("invalid pid in record")
+	}
+
+	// Every process of an earlier boot is gone. Checked before any probe of
+	// the pid, which in this boot may name anything. An unreadable current
+	// boot id proves nothing, so the rule is skipped.
+	if o.BootID != "" {
+		if cur, err := p.BootID(); err == nil && cur != "" && cur != o.BootID {
+			return dead("recorded boot differs")
+		}
+	}
+
+	// A pid means something only in the namespace that assigned it; in
+	// ours, kill(pid, 0) could say ESRCH for a live owner in a container
+	// sharing the volume. Decided before any probe of the pid.
+	if o.PidNS != 0 {
+		ours, err := p.PidNS()
+		if err != nil || ours == 0 {
+			return unknown("pid namespace unverifiable")
+		}
+		if ours != o.PidNS {
+			return unknown("other pid namespace")
+		}
+	}
+
+	switch err := p.Signal(o.Pid); {
+	case err == nil:
+	case errors.Is(err, syscall.ESRCH):
+		return dead("no such process (ESRCH)")
+	case errors.Is(err, syscall.EPERM):
+		// The process exists; it belongs to another user or sandbox.
+		return alive("EPERM: process exists under another user")
+	default:
+		return unknown("kill(pid, 0) failed: " + err.Error())
+	}
+
+	// kill(pid, 0) succeeds on a zombie, but a zombie has exited and can
+	// hold nothing. An unreadable state proves nothing either way.
+	if z, err := p.Zombie(o.Pid); err == nil && z {
+		return dead("zombie")
+	}
+
+	// A pidfs inode names one process for the life of the boot: a different
+	// inode at the recorded pid proves the pid was reused, even when the new
+	// process got the same start time (10 ms ticks make that common). An
+	// equal inode is not taken as proof of life: the record may predate a
+	// reboot it does not record, so the start time still gets its say.
+	if o.PidfdIno != 0 {
+		ino, err := p.PidfdIno(o.Pid)
+		switch {
+		case errors.Is(err, syscall.ESRCH):
+			return dead("no such process (pidfd_open: ESRCH)")
+		case err == nil && ino != 0 && ino != o.PidfdIno:
+			return dead("pid reused: pidfd inode differs")
+		}
+	}
+
+	// A start time proves reuse only when compared with one read the same
+	// way; "unknown", a legacy record without a format, or a format this
+	// host cannot read leave the pid's owner possibly alive.
+	switch {
+	case o.StartTime == "" || o.StartTime == UnknownStartTime:
+		return alive("process exists; start time unknown")
+	case o.StartTimeFormat == "":
+		return alive("process exists; start time has no format")
+	case o.StartTimeFormat != FormatLinuxProc && o.StartTimeFormat != FormatPsUTC:
+		return alive("process exists; start time format " + o.StartTimeFormat + " not understood")
+	}
+	cur, err := p.StartTime(o.Pid, o.StartTimeFormat)
+	if err != nil {
+		return alive("process exists; start time unreadable")
+	}
+	if cur != o.StartTime {
+		return dead("pid reused: start time differs")
+	}
+	return alive("process exists; start time matches")
+}
