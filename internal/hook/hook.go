@@ -30,6 +30,13 @@ func Fire(name, path string) {
 	}
 }
 
+// IsSet reports whether a hook is registered under name. It lets a test
+// switch a code path (force a fallback) without a global option.
+func IsSet(name string) bool {
+	m := active.Load()
+	return m != nil && (*m)[name] != nil
+}
+
 // Set registers f under name and returns a function that restores the
 // previous hook. Passing a nil f removes the hook.
 func Set(name string, f func(path string)) (restore func()) {

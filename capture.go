@@ -1,0 +1,140 @@
+package exactfs
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// HookCaptureRead fires in Capture after the first fstat and before the
+// bytes are read: a test rewrites the file there to prove that a change
+// during the read is detected.
+const HookCaptureRead = "exactfs.capture.read"
+
+// Capture reads the regular file at path and proves what it read: the bytes
+// and the identity come from one no-follow, non-blocking descriptor, with
+// the identity taken before and after the read. If the two differ, or the
+// size is not the number of bytes read, the file changed during the read
+// and Capture returns ErrChangedDuringRead with no data. A symlink, FIFO,
+// socket or device at path is refused without blocking.
+func Capture(path string) ([]byte, Identity, error) { return capture(nil, path) }
+
+// Capture reads name beneath d; see Capture.
+func (d *Dir) Capture(name string) ([]byte, Identity, error) { return capture(d, name) }
+
+func capture(d *Dir, name string) ([]byte, Identity, error) {
+	p, base, err := resolve("capture", d, name)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer p.close()
+	return captureAt("capture", d.join(name), p.fd, base, true)
+}
+
+// IdentityOf proves the identity of the regular file at path like Capture,
+// hashing the bytes as they stream by instead of keeping them.
+func IdentityOf(path string) (Identity, error) {
+	p, base, err := resolve("identify", nil, path)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer p.close()
+	_, id, err := captureAt("identify", path, p.fd, base, false)
+	return id, err
+}
+
+// IdentityOf proves the identity of name beneath d; see IdentityOf.
+func (d *Dir) IdentityOf(name string) (Identity, error) {
+	p, base, err := resolve("identify", d, name)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer p.close()
+	_, id, err := captureAt("identify", d.join(name), p.fd, base, false)
+	return id, err
+}
+
+// captureAt is the one capture routine: every proof of a file's identity in
+// exactfs comes from here or from captureFD.
+func captureAt(op, path string, dirfd int, base string, keep bool) ([]byte, Identity, error) {
+	fd, err := openRegular(op, path, dirfd, base, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer sys.Close(fd)
+	return captureFD(op, path, fd, keep)
+}
+
+// CaptureFile proves the identity of an open regular file, reading it from
+// offset 0 without moving its offset.
+func CaptureFile(f *os.File) ([]byte, Identity, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, Identity{}, wrap("capture", f.Name(), err)
+	}
+	var data []byte
+	var id Identity
+	var cerr error
+	if err := sc.Control(func(fd uintptr) {
+		data, id, cerr = captureFD("capture", f.Name(), int(fd), true)
+	}); err != nil {
+		return nil, Identity{}, wrap("capture", f.Name(), err)
+	}
+	return data, id, cerr
+}
+
+func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
+	before, err := sys.Fstat(fd)
+	if err != nil {
+		return nil, Identity{}, wrap(op, path, err)
+	}
+	if !before.Mode.IsRegular() {
+		return nil, Identity{}, typeError(op, path, before.Mode, "a regular file")
+	}
+	hook.Fire(HookCaptureRead, path)
+	h := sha256.New()
+	var data []byte
+	if keep && before.Size > 0 && before.Size < 1<<30 {
+		data = make([]byte, 0, before.Size)
+	}
+	buf := make([]byte, 64<<10)
+	if before.Size < int64(len(buf)) {
+		// One read past the expected end proves EOF; a small buffer keeps
+		// the capture of a 100-byte lock record cheap.
+		buf = buf[:before.Size+512]
+	}
+	var off int64
+	for {
+		n, err := sys.Pread(fd, buf, off)
+		if n > 0 {
+			h.Write(buf[:n])
+			if keep {
+				data = append(data, buf[:n]...)
+			}
+			off += int64(n)
+		}
+		if err != nil {
+			return nil, Identity{}, wrap(op, path, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	after, err := sys.Fstat(fd)
+	if err != nil {
+		return nil, Identity{}, wrap(op, path, err)
+	}
+	if before != after || off != after.Size {
+		return nil, Identity{}, &Error{Op: op, Path: path, Code: CodeChangedDuringRead,
+			Detail: fmt.Sprintf("the file changed while it was read (%d bytes read, size %d before and %d after); retry", off, before.Size, after.Size)}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	if keep && data == nil {
+		data = []byte{}
+	}
+	return data, identityOf(after, sum), nil
+}

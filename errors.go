@@ -1,0 +1,253 @@
+package exactfs
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// Code names an outcome. The names are shared with the TypeScript peers, so
+// operators see one vocabulary in both implementations' logs.
+type Code string
+
+// The outcome codes of SPEC §2.6, plus the two exactfs adds.
+const (
+	CodeNotFound            Code = "not_found"
+	CodeIdentityMismatch    Code = "identity_mismatch"
+	CodeHardLinkUnsupported Code = "hard_link_unsupported"
+	CodeReparsePoint        Code = "reparse_point"
+	CodeNotRegularFile      Code = "not_regular_file"
+	CodeNotDirectory        Code = "not_directory"
+	CodeUnsupportedEntry    Code = "unsupported_entry"
+	CodeNotUTF8             Code = "not_utf8"
+	CodeParentMismatch      Code = "parent_mismatch"
+	CodeQuarantineCollision Code = "quarantine_collision"
+	CodeDestinationExists   Code = "destination_exists"
+	CodeRestoreFailed       Code = "restore_failed"
+	CodeCleanupPending      Code = "cleanup_pending"
+	CodeCleanupFailed       Code = "cleanup_failed"
+	CodeDurabilityFailed    Code = "durability_failed"
+	CodeAtomicUnavailable   Code = "atomic_unavailable"
+	CodeInvalidRequest      Code = "invalid_request"
+	CodeCrossDevice         Code = "cross_device"
+	CodePermissionDenied    Code = "permission_denied"
+	CodeInterrupted         Code = "interrupted"
+	CodeIOError             Code = "io_error"
+
+	// CodeChangedDuringRead: a capture saw the file change while it read it,
+	// so nothing it read can be attributed to one version of the file.
+	CodeChangedDuringRead Code = "changed_during_read"
+	// CodeUnsupported: the platform cannot do the operation safely.
+	CodeUnsupported Code = "unsupported"
+)
+
+// Sentinels for errors.Is. An *Error matches the sentinel of its Code.
+var (
+	ErrNotFound            = sentinel(CodeNotFound)
+	ErrIdentityMismatch    = sentinel(CodeIdentityMismatch)
+	ErrHardLinkUnsupported = sentinel(CodeHardLinkUnsupported)
+	ErrReparsePoint        = sentinel(CodeReparsePoint)
+	ErrNotRegularFile      = sentinel(CodeNotRegularFile)
+	ErrNotDirectory        = sentinel(CodeNotDirectory)
+	ErrUnsupportedEntry    = sentinel(CodeUnsupportedEntry)
+	ErrNotUTF8             = sentinel(CodeNotUTF8)
+	ErrParentMismatch      = sentinel(CodeParentMismatch)
+	ErrQuarantineCollision = sentinel(CodeQuarantineCollision)
+	ErrDestinationExists   = sentinel(CodeDestinationExists)
+	ErrRestoreFailed       = sentinel(CodeRestoreFailed)
+	ErrCleanupPending      = sentinel(CodeCleanupPending)
+	ErrCleanupFailed       = sentinel(CodeCleanupFailed)
+	ErrDurabilityFailed    = sentinel(CodeDurabilityFailed)
+	ErrAtomicUnavailable   = sentinel(CodeAtomicUnavailable)
+	ErrInvalidRequest      = sentinel(CodeInvalidRequest)
+	ErrCrossDevice         = sentinel(CodeCrossDevice)
+	ErrPermissionDenied    = sentinel(CodePermissionDenied)
+	ErrInterrupted         = sentinel(CodeInterrupted)
+	ErrIO                  = sentinel(CodeIOError)
+	ErrChangedDuringRead   = sentinel(CodeChangedDuringRead)
+	ErrUnsupported         = sentinel(CodeUnsupported)
+)
+
+type codeError struct{ code Code }
+
+func (e *codeError) Error() string {
+	return "exactfs: " + describe(e.code) + " (" + string(e.code) + ")"
+}
+
+var sentinels = map[Code]*codeError{}
+
+func sentinel(c Code) error {
+	e := &codeError{c}
+	sentinels[c] = e
+	return e
+}
+
+// Error is the error of every exactfs operation. It says what was attempted
+// (Op), where (Path), what was found (Code, Detail), and wraps the
+// underlying errno or *fs.PathError when there is one.
+type Error struct {
+	Op     string // the operation, e.g. "unlink", "capture", "publish"
+	Path   string // the path the operation was given
+	Code   Code
+	Detail string // what was found, for a person: "expected inode 12, found inode 40"
+	Err    error  // the underlying cause, if any
+	// Residue lists paths where the operation left named residue that it
+	// could not prove safe to remove (Code is cleanup_pending or
+	// restore_failed). A reaper or a person can act on them.
+	Residue []string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	b.WriteString(" ")
+	b.WriteString(e.Path)
+	b.WriteString(": ")
+	if e.Detail != "" {
+		b.WriteString(e.Detail)
+	} else {
+		b.WriteString(describe(e.Code))
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	b.WriteString(" (")
+	b.WriteString(string(e.Code))
+	b.WriteString(")")
+	if len(e.Residue) > 0 {
+		b.WriteString("; residue left at ")
+		b.WriteString(strings.Join(e.Residue, ", "))
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's code. fs.ErrNotExist
+// matches not_found, and fs.ErrExist matches destination_exists, so code
+// written against package os keeps working.
+func (e *Error) Is(target error) bool {
+	if s, ok := target.(*codeError); ok {
+		return s.code == e.Code
+	}
+	switch target {
+	case fs.ErrNotExist:
+		return e.Code == CodeNotFound
+	case fs.ErrExist:
+		return e.Code == CodeDestinationExists
+	case fs.ErrPermission:
+		return e.Code == CodePermissionDenied
+	}
+	return false
+}
+
+// CodeOf returns the code carried by err, or "" when err is not from exactfs.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var s *codeError
+	if errors.As(err, &s) {
+		return s.code
+	}
+	return ""
+}
+
+func describe(c Code) string {
+	switch c {
+	case CodeNotFound:
+		return "nothing is there"
+	case CodeIdentityMismatch:
+		return "the object there is not the expected one; nothing was changed"
+	case CodeHardLinkUnsupported:
+		return "the file has other hard links, whose names would keep its bytes; refusing"
+	case CodeReparsePoint:
+		return "a symlink is in the way; refusing to follow it"
+	case CodeNotRegularFile:
+		return "not a regular file; refusing"
+	case CodeNotDirectory:
+		return "not a directory; refusing"
+	case CodeUnsupportedEntry:
+		return "the tree holds an entry that is neither a directory nor a regular file"
+	case CodeNotUTF8:
+		return "a name is not valid UTF-8"
+	case CodeParentMismatch:
+		return "the parent directory is not the expected one"
+	case CodeQuarantineCollision:
+		return "the quarantine name already exists; nothing was moved"
+	case CodeDestinationExists:
+		return "the destination already exists; nothing was replaced"
+	case CodeRestoreFailed:
+		return "a displaced object could not be put back at its name"
+	case CodeCleanupPending:
+		return "done, but residue remains"
+	case CodeCleanupFailed:
+		return "cleanup failed"
+	case CodeDurabilityFailed:
+		return "the change could not be made durable (fsync failed)"
+	case CodeAtomicUnavailable:
+		return "the filesystem offers no atomic no-replace or exchange rename; refusing rather than risking another process's file"
+	case CodeInvalidRequest:
+		return "invalid request"
+	case CodeCrossDevice:
+		return "source and destination are on different filesystems"
+	case CodePermissionDenied:
+		return "permission denied"
+	case CodeInterrupted:
+		return "interrupted"
+	case CodeChangedDuringRead:
+		return "the file changed while it was read; nothing read can be attributed to it"
+	case CodeUnsupported:
+		return "unsupported on this platform"
+	}
+	return "input/output error"
+}
+
+// codeForErrno maps an errno from a system call to the outcome code.
+func codeForErrno(err error) Code {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, sys.ErrUnsupported):
+		return CodeUnsupported
+	case errors.Is(err, syscall.ENOENT):
+		return CodeNotFound
+	case errors.Is(err, syscall.ELOOP):
+		return CodeReparsePoint
+	case errors.Is(err, syscall.ENOTDIR):
+		return CodeNotDirectory
+	case errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.ENOTEMPTY):
+		return CodeDestinationExists
+	case errors.Is(err, syscall.EXDEV):
+		return CodeCrossDevice
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return CodePermissionDenied
+	case errors.Is(err, syscall.EINTR):
+		return CodeInterrupted
+	case errors.Is(err, syscall.ENOSYS):
+		return CodeAtomicUnavailable
+	}
+	return CodeIOError
+}
+
+// wrap makes an *Error from a syscall error, classifying the errno.
+func wrap(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Op: op, Path: path, Code: codeForErrno(err), Err: err}
+}
+
+func newErr(op, path string, c Code, detail string) *Error {
+	return &Error{Op: op, Path: path, Code: c, Detail: detail}
+}

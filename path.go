@@ -1,0 +1,406 @@
+package exactfs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// splitPath cuts path into its components. Empty components and "." are
+// dropped; ".." is refused, because a walk that may climb can be steered out
+// of the directory the caller meant.
+func splitPath(op, path string) (abs bool, comps []string, err error) {
+	if path == "" {
+		return false, nil, newErr(op, path, CodeInvalidRequest, "empty path")
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return false, nil, newErr(op, path, CodeInvalidRequest, "path contains a NUL byte")
+	}
+	abs = filepath.IsAbs(path)
+	for _, c := range strings.Split(filepath.ToSlash(path), "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			return abs, nil, newErr(op, path, CodeInvalidRequest, `".." is refused: name the path without climbing`)
+		}
+		comps = append(comps, c)
+	}
+	return abs, comps, nil
+}
+
+// handle is a directory descriptor that may or may not be ours to close.
+type handle struct {
+	fd    int
+	owned bool
+}
+
+func (h handle) close() {
+	if h.owned {
+		sys.Close(h.fd)
+	}
+}
+
+// walk is the one place in exactfs that turns a path into a directory
+// descriptor. It opens comps beneath start one component at a time with
+// O_NOFOLLOW|O_DIRECTORY, so a symlink in any component is refused instead
+// of followed, and a FIFO or device in a directory position is refused
+// without being opened for I/O. path is only used in error messages.
+func walk(op, path string, start handle, comps []string) (handle, error) {
+	h := start
+	for _, c := range comps {
+		fd, err := sys.OpenDir(h.fd, c)
+		if err != nil {
+			e := componentError(op, path, h.fd, c, err)
+			h.close()
+			return handle{}, e
+		}
+		h.close()
+		h = handle{fd: fd, owned: true}
+	}
+	return h, nil
+}
+
+// componentError explains why the directory component name could not be
+// opened, by looking at what is there (lstat, never followed).
+func componentError(op, path string, dirfd int, name string, err error) error {
+	if err == syscall.ELOOP || err == syscall.ENOTDIR {
+		if st, lerr := sys.Lstat(dirfd, name); lerr == nil && !st.Mode.IsDir() {
+			e := typeError(op, path, st.Mode, "a directory")
+			e.Detail = "path component " + strconv.Quote(name) + " " + e.Detail
+			return e
+		}
+	}
+	e := wrap(op, path, err).(*Error)
+	if e.Code == CodeNotFound {
+		e.Detail = "path component " + strconv.Quote(name) + " does not exist"
+	}
+	return e
+}
+
+// typeError reports that the object at path is of the wrong kind.
+func typeError(op, path string, mode fs.FileMode, want string) *Error {
+	code := CodeNotRegularFile
+	if want == "a directory" {
+		code = CodeNotDirectory
+	}
+	if mode&fs.ModeSymlink != 0 {
+		code = CodeReparsePoint
+	}
+	return &Error{Op: op, Path: path, Code: code,
+		Detail: "is " + kindName(mode) + ", not " + want + "; refusing to touch it"}
+}
+
+func kindName(mode fs.FileMode) string {
+	switch {
+	case mode.IsRegular():
+		return "a regular file"
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeSymlink != 0:
+		return "a symlink"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a FIFO (named pipe)"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "an object of unknown type"
+}
+
+// resolve walks to the parent directory of name, which is relative to start
+// (or absolute, when start is nil). It returns the parent handle and the
+// final component. The caller closes the handle.
+func resolve(op string, start *Dir, name string) (handle, string, error) {
+	abs, comps, err := splitPath(op, name)
+	if err != nil {
+		return handle{}, "", err
+	}
+	if len(comps) == 0 {
+		return handle{}, "", newErr(op, name, CodeInvalidRequest, "the path names no file")
+	}
+	var h handle
+	switch {
+	case start != nil && abs:
+		return handle{}, "", newErr(op, name, CodeInvalidRequest, "an absolute path is refused here; give a path relative to "+start.path)
+	case start != nil:
+		h = handle{fd: start.fd}
+	case abs:
+		fd, err := sys.OpenDir(sys.AtCWD, "/")
+		if err != nil {
+			return handle{}, "", wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
+	default:
+		h = handle{fd: sys.AtCWD}
+	}
+	p, err := walk(op, name, h, comps[:len(comps)-1])
+	if err != nil {
+		return handle{}, "", err
+	}
+	return p, comps[len(comps)-1], nil
+}
+
+// Dir is an open directory, bound to the inode it was opened on. Its
+// methods take names relative to it, resolved without following symlinks;
+// ".." and absolute names are refused. A Dir must be closed.
+type Dir struct {
+	fd   int
+	path string
+	dev  uint64
+	ino  uint64
+}
+
+// OpenDir opens the directory at path without following a symlink in any
+// component.
+func OpenDir(path string) (*Dir, error) { return openDir(nil, "opendir", path) }
+
+// OpenDir opens the directory name beneath d.
+func (d *Dir) OpenDir(name string) (*Dir, error) { return openDir(d, "opendir", name) }
+
+func openDir(start *Dir, op, name string) (*Dir, error) {
+	abs, comps, err := splitPath(op, name)
+	if err != nil {
+		return nil, err
+	}
+	var h handle
+	display := name
+	switch {
+	case start != nil && abs:
+		return nil, newErr(op, name, CodeInvalidRequest, "an absolute path is refused here")
+	case start != nil:
+		h = handle{fd: start.fd}
+		display = filepath.Join(start.path, name)
+	case abs:
+		fd, err := sys.OpenDir(sys.AtCWD, "/")
+		if err != nil {
+			return nil, wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
+	default:
+		fd, err := sys.OpenDir(sys.AtCWD, ".")
+		if err != nil {
+			return nil, wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
+	}
+	if !h.owned && len(comps) == 0 {
+		fd, err := sys.OpenDir(h.fd, ".")
+		if err != nil {
+			return nil, wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
+	}
+	h, err = walk(op, name, h, comps)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sys.Fstat(h.fd)
+	if err != nil {
+		h.close()
+		return nil, wrap(op, name, err)
+	}
+	return &Dir{fd: h.fd, path: display, dev: st.Dev, ino: st.Ino}, nil
+}
+
+// Close releases the directory descriptor.
+func (d *Dir) Close() error {
+	if d.fd < 0 {
+		return nil
+	}
+	err := sys.Close(d.fd)
+	d.fd = -1
+	return err
+}
+
+// Name returns the path d was opened with.
+func (d *Dir) Name() string { return d.path }
+
+// Sync flushes the directory itself, which makes the creation, rename or
+// removal of its entries durable.
+func (d *Dir) Sync() error {
+	if err := sys.Fsync(d.fd); err != nil {
+		return &Error{Op: "fsync", Path: d.path, Code: CodeDurabilityFailed, Err: err}
+	}
+	return nil
+}
+
+// Stat returns the identity of the directory d is bound to, as it is now.
+func (d *Dir) Stat() (Identity, error) {
+	st, err := sys.Fstat(d.fd)
+	if err != nil {
+		return Identity{}, wrap("stat", d.path, err)
+	}
+	return identityOf(st, [32]byte{}), nil
+}
+
+// Inode returns the device and inode d was opened on. A caller that binds
+// itself to a directory compares them with a fresh OpenDir of the path to
+// learn whether the path still names the same directory.
+func (d *Dir) Inode() (dev, ino uint64) { return d.dev, d.ino }
+
+func (d *Dir) join(name string) string {
+	if d == nil {
+		return name
+	}
+	return filepath.Join(d.path, name)
+}
+
+// fileInfo is the fs.FileInfo of an lstat.
+type fileInfo struct {
+	name string
+	st   sys.Stat
+}
+
+func (fi fileInfo) Name() string       { return fi.name }
+func (fi fileInfo) Size() int64        { return fi.st.Size }
+func (fi fileInfo) Mode() fs.FileMode  { return fi.st.Mode }
+func (fi fileInfo) ModTime() time.Time { return time.Unix(0, fi.st.MtimeNs) }
+func (fi fileInfo) IsDir() bool        { return fi.st.Mode.IsDir() }
+
+// Sys returns an Identity without a digest (no bytes were read).
+func (fi fileInfo) Sys() any { return identityOf(fi.st, [32]byte{}) }
+
+// Lstat describes the object at path without following a symlink anywhere.
+func Lstat(path string) (fs.FileInfo, error) { return lstat(nil, path) }
+
+// Lstat describes the object at name beneath d without following a symlink.
+func (d *Dir) Lstat(name string) (fs.FileInfo, error) { return lstat(d, name) }
+
+func lstat(d *Dir, name string) (fs.FileInfo, error) {
+	p, base, err := resolve("lstat", d, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	st, err := sys.Lstat(p.fd, base)
+	if err != nil {
+		return nil, wrap("lstat", d.join(name), err)
+	}
+	return fileInfo{name: base, st: st}, nil
+}
+
+// Mkdir creates the directory name with exactly perm (umask does not apply:
+// the mode is set on the created directory afterwards through a descriptor).
+func Mkdir(path string, perm fs.FileMode) error { return mkdir(nil, path, perm) }
+
+// Mkdir creates the directory name beneath d; see Mkdir.
+func (d *Dir) Mkdir(name string, perm fs.FileMode) error { return mkdir(d, name, perm) }
+
+func mkdir(d *Dir, name string, perm fs.FileMode) error {
+	p, base, err := resolve("mkdir", d, name)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := sys.Mkdir(p.fd, base, uint32(perm.Perm())); err != nil {
+		return wrap("mkdir", d.join(name), err)
+	}
+	fd, err := sys.OpenDir(p.fd, base)
+	if err != nil {
+		return wrap("mkdir", d.join(name), err)
+	}
+	defer sys.Close(fd)
+	if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
+		return wrap("mkdir", d.join(name), err)
+	}
+	return nil
+}
+
+// Rmdir removes the empty directory name beneath d.
+func (d *Dir) Rmdir(name string) error { return rmdir(d, name) }
+
+// Rmdir removes the empty directory at path. rmdir(2) never removes a
+// non-empty directory, so this cannot destroy anything but an empty name.
+func Rmdir(path string) error { return rmdir(nil, path) }
+
+func rmdir(d *Dir, name string) error {
+	p, base, err := resolve("rmdir", d, name)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := sys.Rmdir(p.fd, base); err != nil {
+		return wrap("rmdir", d.join(name), err)
+	}
+	return nil
+}
+
+// ReadDirNames lists the names in the directory d, unsorted.
+func (d *Dir) ReadDirNames() ([]string, error) {
+	names, err := sys.ReadDirNames(d.fd)
+	if err != nil {
+		return nil, wrap("readdir", d.path, err)
+	}
+	return names, nil
+}
+
+// OpenFile opens the regular file at path with the os.O_* flags, adding
+// O_NOFOLLOW, O_NONBLOCK and O_CLOEXEC, walking no symlink, and proving from
+// the descriptor that it is a regular file. The descriptor is in blocking
+// mode only as far as regular files ever block.
+func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return openFile(nil, path, flag, perm)
+}
+
+// OpenFile opens the regular file name beneath d; see OpenFile.
+func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return openFile(d, name, flag, perm)
+}
+
+func openFile(d *Dir, name string, flag int, perm fs.FileMode) (*os.File, error) {
+	p, base, err := resolve("open", d, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	fd, err := openRegular("open", d.join(name), p.fd, base, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), d.join(name)), nil
+}
+
+// openRegular opens base beneath dirfd and proves from the descriptor that
+// it is a regular file. Before opening an existing name it lstats it, so
+// that a device or FIFO is refused without the side effects an open can
+// have; the lstat is only a courtesy, the proof is the fstat.
+func openRegular(op, path string, dirfd int, base string, flag int, perm fs.FileMode) (int, error) {
+	if flag&os.O_CREATE == 0 {
+		st, err := sys.Lstat(dirfd, base)
+		if err != nil {
+			return -1, wrap(op, path, err)
+		}
+		if !st.Mode.IsRegular() {
+			return -1, typeError(op, path, st.Mode, "a regular file")
+		}
+	}
+	fd, err := sys.Open(dirfd, base, flag, uint32(perm.Perm()))
+	if err != nil {
+		if err == syscall.ELOOP || err == syscall.ENXIO || err == syscall.EISDIR {
+			if st, lerr := sys.Lstat(dirfd, base); lerr == nil && !st.Mode.IsRegular() {
+				return -1, typeError(op, path, st.Mode, "a regular file")
+			}
+		}
+		return -1, wrap(op, path, err)
+	}
+	st, err := sys.Fstat(fd)
+	if err != nil {
+		sys.Close(fd)
+		return -1, wrap(op, path, err)
+	}
+	if !st.Mode.IsRegular() {
+		sys.Close(fd)
+		return -1, typeError(op, path, st.Mode, "a regular file")
+	}
+	return fd, nil
+}

@@ -1,0 +1,321 @@
+package exactfs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// HookTreeDetached fires in RemoveTreeExact after the tree was renamed to
+// <dir>.removing and the parent fsynced, before anything inside is removed:
+// a test kills the process here to prove the removal replays.
+const HookTreeDetached = "exactfs.tree.detached"
+
+// TreeEntry is one object of a directory tree snapshot.
+type TreeEntry struct {
+	// Path is relative to the tree's root, with "/" separators; the root
+	// itself is "".
+	Path string
+	// Identity of the entry; Mode tells a directory from a file, and files
+	// carry the SHA-256 of their bytes.
+	Identity Identity
+}
+
+// Tree is a snapshot of a directory tree taken without following links:
+// every entry is a directory or a single-link regular file, in byte order
+// of Path, the root first.
+type Tree struct {
+	Entries []TreeEntry
+}
+
+// Root returns the identity of the tree's root directory.
+func (t *Tree) Root() Identity { return t.Entries[0].Identity }
+
+// CaptureTree snapshots the directory tree at path. A symlink anywhere is
+// reparse_point, a FIFO, socket or device is unsupported_entry, a file with
+// more than one link is hard_link_unsupported and a name that is not UTF-8
+// is not_utf8: RemoveTreeExact could not prove such a tree.
+func CaptureTree(path string) (*Tree, error) { return captureTree(nil, path) }
+
+// CaptureTree snapshots the tree at name beneath d; see CaptureTree.
+func (d *Dir) CaptureTree(name string) (*Tree, error) { return captureTree(d, name) }
+
+func captureTree(d *Dir, name string) (*Tree, error) {
+	const op = "capture tree"
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return captureTreeAt(op, d.join(name), p.fd, base)
+}
+
+func captureTreeAt(op, path string, dirfd int, base string) (*Tree, error) {
+	fd, err := openTreeDir(op, path, dirfd, base)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close(fd)
+	return captureTreeFD(op, path, fd)
+}
+
+func openTreeDir(op, path string, dirfd int, base string) (int, error) {
+	h, err := walk(op, path, handle{fd: dirfd}, []string{base})
+	if err != nil {
+		return -1, err
+	}
+	return h.fd, nil
+}
+
+func captureTreeFD(op, path string, fd int) (*Tree, error) {
+	st, err := sys.Fstat(fd)
+	if err != nil {
+		return nil, wrap(op, path, err)
+	}
+	t := &Tree{Entries: []TreeEntry{{Path: "", Identity: identityOf(st, [32]byte{})}}}
+	if err := t.add(op, path, fd, ""); err != nil {
+		return nil, err
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
+	return t, nil
+}
+
+func (t *Tree) add(op, path string, fd int, prefix string) error {
+	names, err := sys.ReadDirNames(fd)
+	if err != nil {
+		return wrap(op, path+"/"+prefix, err)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rel := prefix + n
+		where := path + "/" + rel
+		if !utf8.ValidString(n) {
+			return &Error{Op: op, Path: where, Code: CodeNotUTF8, Detail: fmt.Sprintf("the name %q is not valid UTF-8", n)}
+		}
+		st, err := sys.Lstat(fd, n)
+		if err != nil {
+			return wrap(op, where, err)
+		}
+		switch {
+		case st.Mode.IsDir():
+			h, err := walk(op, where, handle{fd: fd}, []string{n})
+			if err != nil {
+				return err
+			}
+			st, err := sys.Fstat(h.fd)
+			if err == nil {
+				t.Entries = append(t.Entries, TreeEntry{Path: rel, Identity: identityOf(st, [32]byte{})})
+				err = t.add(op, path, h.fd, rel+"/")
+			} else {
+				err = wrap(op, where, err)
+			}
+			h.close()
+			if err != nil {
+				return err
+			}
+		case st.Mode.IsRegular():
+			_, id, err := captureAt(op, where, fd, n, false)
+			if err != nil {
+				return err
+			}
+			if id.Nlink != 1 {
+				return &Error{Op: op, Path: where, Code: CodeHardLinkUnsupported,
+					Detail: fmt.Sprintf("the file has %d links; removing one name would not remove its bytes", id.Nlink)}
+			}
+			t.Entries = append(t.Entries, TreeEntry{Path: rel, Identity: id})
+		default:
+			e := typeError(op, where, st.Mode, "a directory or a regular file")
+			if e.Code != CodeReparsePoint {
+				e.Code = CodeUnsupportedEntry
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// compareTrees returns a description of the first difference between want
+// and have, or "" when they are the same. With detached set, the root's
+// ctime is not compared: the rename that detached it changed it.
+func compareTrees(want, have *Tree, detached bool) string {
+	for i := 0; i < len(want.Entries) || i < len(have.Entries); i++ {
+		switch {
+		case i >= len(want.Entries):
+			return fmt.Sprintf("%q was added after the snapshot", have.Entries[i].Path)
+		case i >= len(have.Entries):
+			return fmt.Sprintf("%q is gone since the snapshot", want.Entries[i].Path)
+		}
+		w, h := want.Entries[i], have.Entries[i]
+		if w.Path != h.Path {
+			if w.Path < h.Path {
+				return fmt.Sprintf("%q is gone since the snapshot", w.Path)
+			}
+			return fmt.Sprintf("%q was added after the snapshot", h.Path)
+		}
+		wi, hi := w.Identity, h.Identity
+		if detached && w.Path == "" {
+			wi.CtimeNs, hi.CtimeNs = 0, 0
+		}
+		if wi != hi {
+			return fmt.Sprintf("%q changed since the snapshot: %s", displayRel(w.Path), wi.diff(hi))
+		}
+	}
+	return ""
+}
+
+func displayRel(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// RemoveTreeExact removes the directory tree at path only if it is exactly
+// the snapshot tree. It re-captures the tree and requires equality, detaches
+// the root to <path>.removing with a no-replace rename (from that moment
+// path is free for a successor), fsyncs the parent, verifies the detached
+// tree again, and removes it bottom-up, verifying each entry before removing
+// it. Any difference is identity_mismatch and the differing object stays.
+//
+// A crash after the detach leaves <path>.removing; calling RemoveTreeExact
+// again with the same snapshot finishes the removal.
+func RemoveTreeExact(path string, tree *Tree) error { return removeTree(nil, path, tree) }
+
+// RemoveTreeExact removes the tree at name beneath d; see RemoveTreeExact.
+func (d *Dir) RemoveTreeExact(name string, tree *Tree) error { return removeTree(d, name, tree) }
+
+func removeTree(d *Dir, name string, tree *Tree) error {
+	const op = "remove tree"
+	path := d.join(name)
+	if tree == nil || len(tree.Entries) == 0 || tree.Entries[0].Path != "" || !tree.Root().Mode.IsDir() {
+		return newErr(op, path, CodeInvalidRequest, "the snapshot is empty or not of a directory")
+	}
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	removing := base + RemovingSuffix
+	if st, err := sys.Lstat(p.fd, removing); err == nil {
+		root := tree.Root()
+		if st.Dev != root.Dev || st.Ino != root.Ino {
+			return &Error{Op: op, Path: path, Code: CodeIdentityMismatch,
+				Detail: removing + " exists but is not the snapshot's directory; left alone"}
+		}
+		return removeDetached(op, path, p.fd, base, removing, tree, true)
+	}
+	have, err := captureTreeAt(op, path, p.fd, base)
+	if err != nil {
+		return err
+	}
+	if diff := compareTrees(tree, have, false); diff != "" {
+		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + "; nothing was removed"}
+	}
+	if err := sys.RenameNoReplace(p.fd, base, p.fd, removing); err != nil {
+		e := wrap(op, path, err).(*Error)
+		switch {
+		case flagsUnavailable(err):
+			e.Code = CodeAtomicUnavailable
+			e.Detail = "the filesystem has no no-replace rename to detach the tree; nothing was removed"
+		case err == syscall.EEXIST:
+			e.Code = CodeQuarantineCollision
+			e.Detail = removing + " already exists; nothing was moved"
+		}
+		return e
+	}
+	// The detach must reach the disk before the removal starts, so that
+	// after a crash the tree is either whole at path or at path.removing.
+	if err := syncDir(op, path, p.fd); err != nil {
+		return err
+	}
+	hook.Fire(HookTreeDetached, path)
+	return removeDetached(op, path, p.fd, base, removing, tree, false)
+}
+
+// removeDetached removes the tree at the private name removing. In replay,
+// entries the crashed removal already deleted may be missing, and
+// directories may have changed by losing children.
+func removeDetached(op, path string, dirfd int, base, removing string, tree *Tree, replay bool) error {
+	fd, err := openTreeDir(op, path, dirfd, removing)
+	if err != nil {
+		return err
+	}
+	defer sys.Close(fd)
+	if !replay {
+		have, err := captureTreeFD(op, path, fd)
+		if err != nil {
+			return err
+		}
+		if diff := compareTrees(tree, have, true); diff != "" {
+			// Put it back where it was if the name is still free.
+			if rerr := sys.RenameNoReplace(dirfd, removing, dirfd, base); rerr != nil {
+				return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Residue: []string{joinDir(path, removing)},
+					Detail: diff + " after the tree was detached; it is left at " + removing}
+			}
+			return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + " after the tree was detached; it was put back"}
+		}
+	}
+	for i := len(tree.Entries) - 1; i >= 1; i-- {
+		e := tree.Entries[i]
+		if err := removeEntry(op, path, fd, e, replay); err != nil {
+			return err
+		}
+	}
+	if err := sys.Rmdir(dirfd, removing); err != nil {
+		if err == syscall.ENOTEMPTY || err == syscall.EEXIST {
+			return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Residue: []string{joinDir(path, removing)},
+				Detail: "an entry was added to the detached tree; it is left at " + removing}
+		}
+		return wrap(op, path, err)
+	}
+	return syncDir(op, path, dirfd)
+}
+
+func removeEntry(op, path string, rootfd int, e TreeEntry, replay bool) error {
+	where := path + "/" + e.Path
+	comps := strings.Split(e.Path, "/")
+	p, err := walk(op, where, handle{fd: rootfd}, comps[:len(comps)-1])
+	if err != nil {
+		if replay && CodeOf(err) == CodeNotFound {
+			return nil
+		}
+		return err
+	}
+	defer p.close()
+	base := comps[len(comps)-1]
+	st, err := sys.Lstat(p.fd, base)
+	if err == syscall.ENOENT && replay {
+		return nil
+	}
+	if err != nil {
+		return wrap(op, where, err)
+	}
+	if st.Dev != e.Identity.Dev || st.Ino != e.Identity.Ino || st.Mode.Type() != e.Identity.Mode.Type() {
+		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "not the object of the snapshot; left alone"}
+	}
+	if st.Mode.IsDir() {
+		if err := sys.Rmdir(p.fd, base); err != nil {
+			if err == syscall.ENOTEMPTY || err == syscall.EEXIST {
+				return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "an entry was added after the snapshot; left alone"}
+			}
+			return wrap(op, where, err)
+		}
+		return nil
+	}
+	_, have, err := captureAt(op, where, p.fd, base, false)
+	if err != nil {
+		return err
+	}
+	if have != e.Identity {
+		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "changed since the snapshot: " + e.Identity.diff(have) + "; left alone"}
+	}
+	if err := sys.Unlink(p.fd, base); err != nil {
+		return wrap(op, where, err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package exactfs
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// Hook points of UnlinkExact.
+const (
+	// HookUnlinkChecked fires after the object at the name was proved to be
+	// the expected one and before it is detached: a successor planted here
+	// must survive.
+	HookUnlinkChecked = "exactfs.unlink.checked"
+	// HookUnlinkDetached fires after the object was detached to the
+	// quarantine name and before it is verified and deleted.
+	HookUnlinkDetached = "exactfs.unlink.detached"
+	// HookForceNoExchange, when set, makes UnlinkExact behave as if the
+	// filesystem had no exchange rename (tests of the no-replace path).
+	HookForceNoExchange = "exactfs.unlink.force-no-exchange"
+)
+
+// UnlinkExact removes the regular file at path only if it is exactly want:
+// the same inode, size, modification time and SHA-256 of its bytes, with a
+// single link (a hard-linked file is refused with hard_link_unsupported,
+// because its other name would keep the bytes). It is compare-and-delete:
+//
+//   - The object is checked, then detached from its name to the private
+//     quarantine name (one path component, chosen by the caller, which must
+//     not exist: quarantine_collision). Where the filesystem can exchange
+//     two names atomically, an empty placeholder takes the canonical name
+//     in the same step, so an exclusive-create successor cannot slip in
+//     between; elsewhere a no-replace rename detaches it.
+//   - The detached object is verified again through a descriptor. If a
+//     successor won a race and was detached instead, it is put back exactly
+//     where it was and the result is identity_mismatch.
+//   - Only then is the detached object deleted, the placeholder removed
+//     (only if it is still our empty placeholder: anything else at the name
+//     is a successor), and the directory fsynced.
+//
+// Where the filesystem has neither exchange nor no-replace rename (some NFS
+// and CephFS setups), UnlinkExact refuses with atomic_unavailable and
+// removes nothing. Residue it cannot prove safe to delete is reported with
+// cleanup_pending and its paths, never deleted blindly.
+func UnlinkExact(path string, want Identity, quarantine string) error {
+	return unlinkExact(nil, path, want, quarantine)
+}
+
+// UnlinkExact removes name beneath d; see UnlinkExact.
+func (d *Dir) UnlinkExact(name string, want Identity, quarantine string) error {
+	return unlinkExact(d, name, want, quarantine)
+}
+
+func unlinkExact(d *Dir, name string, want Identity, quarantine string) error {
+	const op = "unlink"
+	path := d.join(name)
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	return unlinkAt(op, path, p.fd, base, want, quarantine)
+}
+
+func unlinkAt(op, path string, dirfd int, base string, want Identity, quarantine string) error {
+	if err := validQuarantine(op, path, quarantine, base); err != nil {
+		return err
+	}
+	if err := checkExpected(op, path, dirfd, base, want); err != nil {
+		return err
+	}
+	if _, err := sys.Lstat(dirfd, quarantine); err == nil {
+		return &Error{Op: op, Path: path, Code: CodeQuarantineCollision, Detail: "quarantine name " + quarantine + " already exists; nothing was moved"}
+	}
+	hook.Fire(HookUnlinkChecked, path)
+	u := unlinker{op: op, path: path, dirfd: dirfd, base: base, q: quarantine, want: want}
+	if !hook.IsSet(HookForceNoExchange) {
+		done, err := u.byExchange()
+		if done {
+			return err
+		}
+	}
+	return u.byNoReplace()
+}
+
+// checkExpected proves the object at base is want and has a single link.
+func checkExpected(op, path string, dirfd int, base string, want Identity) error {
+	_, have, err := captureAt(op, path, dirfd, base, false)
+	if err != nil {
+		return err
+	}
+	if !have.SameContent(want) {
+		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: "not the expected file: " + want.diff(have)}
+	}
+	if have.Nlink != 1 {
+		return &Error{Op: op, Path: path, Code: CodeHardLinkUnsupported,
+			Detail: fmt.Sprintf("the file has %d links; its other names would keep its bytes", have.Nlink)}
+	}
+	return nil
+}
+
+type unlinker struct {
+	op, path string
+	dirfd    int
+	base, q  string
+	want     Identity
+}
+
+func (u *unlinker) err(c Code, detail string, cause error, residue ...string) error {
+	e := &Error{Op: u.op, Path: u.path, Code: c, Detail: detail, Err: cause}
+	for _, r := range residue {
+		e.Residue = append(e.Residue, joinDir(u.path, r))
+	}
+	return e
+}
+
+// byExchange detaches the target by exchanging it with an empty placeholder
+// created at the quarantine name. done is false when the filesystem has no
+// exchange and nothing was changed, so the caller may use another way.
+func (u *unlinker) byExchange() (done bool, err error) {
+	fd, err := sys.Open(u.dirfd, u.q, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		if err == syscall.EEXIST {
+			return true, u.err(CodeQuarantineCollision, "quarantine name "+u.q+" already exists; nothing was moved", err)
+		}
+		return true, wrap(u.op, u.path, err)
+	}
+	ph, err := sys.Fstat(fd)
+	sys.Close(fd)
+	if err != nil {
+		u.dropPlaceholder(u.q, ph)
+		return true, wrap(u.op, u.path, err)
+	}
+	if err := sys.Exchange(u.dirfd, u.q, u.dirfd, u.base); err != nil {
+		u.dropPlaceholder(u.q, ph)
+		if flagsUnavailable(err) {
+			return false, nil
+		}
+		return true, wrap(u.op, u.path, err)
+	}
+	hook.Fire(HookUnlinkDetached, u.path)
+	if err := checkExpected(u.op, u.path, u.dirfd, u.q, u.want); err != nil {
+		// A successor took the name after our check and was detached in
+		// its place: swap it back, then drop our placeholder.
+		if xerr := sys.Exchange(u.dirfd, u.q, u.dirfd, u.base); xerr != nil {
+			return true, u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", xerr, u.q)
+		}
+		if e := u.dropPlaceholder(u.q, ph); e != nil {
+			return true, e
+		}
+		return true, u.err(CodeIdentityMismatch, "a successor replaced the file before it was detached; the successor was put back", err)
+	}
+	if err := sys.Unlink(u.dirfd, u.q); err != nil {
+		return true, u.err(CodeCleanupPending, "the file was detached but could not be deleted", err, u.q)
+	}
+	// The canonical name holds our empty placeholder, unless a successor
+	// has already replaced it: move it aside without replacing anything,
+	// prove it is still ours, and delete it.
+	aside := placeholderName(ph.Dev, ph.Ino)
+	if st, err := sys.Lstat(u.dirfd, u.base); err != nil || st.Dev != ph.Dev || st.Ino != ph.Ino {
+		return true, u.sync()
+	}
+	if err := sys.RenameNoReplace(u.dirfd, u.base, u.dirfd, aside); err != nil {
+		if err == syscall.ENOENT {
+			return true, u.sync()
+		}
+		return true, u.err(CodeCleanupPending, "the file was deleted but its placeholder is still at the name", err, u.base)
+	}
+	if e := u.dropPlaceholder(aside, ph); e != nil {
+		return true, e
+	}
+	return true, u.sync()
+}
+
+// dropPlaceholder deletes the placeholder at name if it is still the empty
+// file we created. Anything else found there is a successor that a rename
+// put in its place; it is moved back to the canonical name if that is free.
+func (u *unlinker) dropPlaceholder(name string, ph sys.Stat) error {
+	st, err := sys.Lstat(u.dirfd, name)
+	if err != nil {
+		if err == syscall.ENOENT {
+			return nil
+		}
+		return u.err(CodeCleanupPending, "could not inspect the placeholder", err, name)
+	}
+	if st.Dev == ph.Dev && st.Ino == ph.Ino && st.Size == 0 && st.Mode.IsRegular() {
+		if err := sys.Unlink(u.dirfd, name); err != nil {
+			return u.err(CodeCleanupPending, "could not delete the placeholder", err, name)
+		}
+		return nil
+	}
+	if name != u.base && name != u.q {
+		if err := sys.RenameNoReplace(u.dirfd, name, u.dirfd, u.base); err == nil {
+			return nil
+		}
+		return u.err(CodeRestoreFailed, "a successor was moved aside with the placeholder and could not be put back", nil, name)
+	}
+	return u.err(CodeCleanupPending, "the placeholder name holds an object that is not ours; left alone", nil, name)
+}
+
+// byNoReplace detaches with a no-replace rename, verifies, and puts a
+// mismatching object back with a no-replace rename.
+func (u *unlinker) byNoReplace() error {
+	if err := sys.RenameNoReplace(u.dirfd, u.base, u.dirfd, u.q); err != nil {
+		switch {
+		case flagsUnavailable(err):
+			return u.err(CodeAtomicUnavailable, "the filesystem has neither an exchange nor a no-replace rename; nothing was removed (a stale file here needs explicit recovery)", err)
+		case err == syscall.EEXIST:
+			return u.err(CodeQuarantineCollision, "quarantine name "+u.q+" already exists; nothing was moved", err)
+		}
+		return wrap(u.op, u.path, err)
+	}
+	hook.Fire(HookUnlinkDetached, u.path)
+	if err := checkExpected(u.op, u.path, u.dirfd, u.q, u.want); err != nil {
+		if rerr := sys.RenameNoReplace(u.dirfd, u.q, u.dirfd, u.base); rerr != nil {
+			return u.err(CodeRestoreFailed, "a successor was detached by mistake and its name was taken again; it is at the quarantine name", rerr, u.q)
+		}
+		return u.err(CodeIdentityMismatch, "a successor replaced the file before it was detached; the successor was put back", err)
+	}
+	if err := sys.Unlink(u.dirfd, u.q); err != nil {
+		return u.err(CodeCleanupPending, "the file was detached but could not be deleted", err, u.q)
+	}
+	return u.sync()
+}
+
+func (u *unlinker) sync() error { return syncDir(u.op, u.path, u.dirfd) }

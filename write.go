@@ -1,0 +1,340 @@
+package exactfs
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// Hook points of the write primitives.
+const (
+	// HookStaged fires when the staged file is written and fsynced, just
+	// before it is renamed, linked or exchanged into place.
+	HookStaged = "exactfs.write.staged"
+	// HookReplaceChecked fires in ReplaceExpected after the destination was
+	// proved to be the expected predecessor and before the exchange.
+	HookReplaceChecked = "exactfs.replace.checked"
+	// HookForceLinkFallback, when set, makes Publish behave as if the
+	// filesystem lacked rename flags (tests of the link fallback).
+	HookForceLinkFallback = "exactfs.publish.force-link"
+)
+
+// staged is a file written and fsynced under a private name, waiting to be
+// put in place.
+type staged struct {
+	dirfd int
+	name  string
+	fd    int
+	st    sys.Stat
+}
+
+func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*staged, error) {
+	name := stagingName(base, suffix)
+	fd, err := sys.Open(dirfd, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, wrap(op, path, err)
+	}
+	s := &staged{dirfd: dirfd, name: name, fd: fd}
+	// The file is created 0600 and only then given its mode through the
+	// descriptor: the umask cannot narrow it, and no one can open a
+	// wider-mode file before the bytes are complete.
+	if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
+		s.discard()
+		return nil, wrap(op, path, err)
+	}
+	if err := sys.Write(fd, data); err != nil {
+		s.discard()
+		return nil, wrap(op, path, err)
+	}
+	// The bytes must be on disk before a name points at them, or a power
+	// cut after the rename leaves an empty or torn file at the name.
+	if err := sys.Fsync(fd); err != nil {
+		s.discard()
+		return nil, &Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err}
+	}
+	if s.st, err = sys.Fstat(fd); err != nil {
+		s.discard()
+		return nil, wrap(op, path, err)
+	}
+	return s, nil
+}
+
+func (s *staged) closeFD() {
+	if s.fd >= 0 {
+		sys.Close(s.fd)
+		s.fd = -1
+	}
+}
+
+// discard removes the staging name, but only while it still holds the
+// staged inode: a name that now holds something else is not ours.
+func (s *staged) discard() {
+	s.closeFD()
+	if st, err := sys.Lstat(s.dirfd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+		sys.Unlink(s.dirfd, s.name)
+	} else if s.st.Ino == 0 && err == nil && st.Size == 0 {
+		// Failed before the first fstat: the name is a fresh UUID that
+		// only this call could have created.
+		sys.Unlink(s.dirfd, s.name)
+	}
+}
+
+func (s *staged) residue(path string) []string {
+	return []string{joinDir(path, s.name)}
+}
+
+// identity of the staged file as it is now (its ctime moves when it is
+// renamed).
+func (s *staged) identity(data []byte) Identity {
+	st := s.st
+	if s.fd >= 0 {
+		if now, err := sys.Fstat(s.fd); err == nil {
+			st = now
+		}
+	}
+	return identityOf(st, sum256(data))
+}
+
+func syncDir(op, path string, dirfd int) error {
+	if err := sys.Fsync(dirfd); err != nil {
+		return &Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err,
+			Detail: "the change is made but the directory could not be flushed; it may not survive a power cut"}
+	}
+	return nil
+}
+
+// Publish creates path with data and mode perm, and never replaces: if path
+// exists, it returns destination_exists and changes nothing. The file is
+// staged under a private name, fsynced, and moved into place with
+// RenameNoReplace (or, where the filesystem lacks rename flags, link(2) and
+// an unlink of the staging name); then the directory is fsynced. After
+// Publish returns, the file survives a power cut; a crash before that leaves
+// no file at path, or the whole file, and residue only under a name that
+// StagingTarget recognizes.
+func Publish(path string, data []byte, perm fs.FileMode) (Identity, error) {
+	return publish(nil, path, data, perm)
+}
+
+// Publish creates name beneath d; see Publish.
+func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) (Identity, error) {
+	return publish(d, name, data, perm)
+}
+
+func publish(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, error) {
+	const op = "publish"
+	path := d.join(name)
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer p.close()
+	s, err := stage(op, path, p.fd, base, StagingSuffix, data, perm)
+	if err != nil {
+		return Identity{}, err
+	}
+	hook.Fire(HookStaged, path)
+	var linked bool
+	err = sys.RenameNoReplace(p.fd, s.name, p.fd, base)
+	if forced := hook.IsSet(HookForceLinkFallback); forced || flagsUnavailable(err) {
+		if forced && err == nil {
+			// Undo the rename the test asked us to pretend had failed.
+			if err := sys.RenameNoReplace(p.fd, base, p.fd, s.name); err != nil {
+				panic("exactfs: test hook could not undo a rename: " + err.Error())
+			}
+		}
+		// NFS renames a name that is still open to .nfsXXXX on unlink, which
+		// would leave a second link to the published file: close first.
+		s.closeFD()
+		err = sys.Link(p.fd, s.name, p.fd, base)
+		linked = true
+	}
+	if err != nil {
+		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, !linked)
+		switch {
+		case c == NotCommitted:
+			s.discard()
+			if errno, ok := err.(syscall.Errno); ok && errno == syscall.EEXIST {
+				return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: err}
+			}
+			return Identity{}, e
+		case c == Unknown:
+			e := e.(*Error)
+			e.Residue = s.residue(path)
+			e.Detail = "the result of the rename is unknown; the staged file is kept"
+			s.closeFD()
+			return Identity{}, e
+		}
+	}
+	if linked {
+		// The staging name is a second link to the published file; remove
+		// it only while it still names our inode.
+		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+			if err := sys.Unlink(p.fd, s.name); err != nil {
+				return Identity{}, &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(path)}
+			}
+		}
+	}
+	id, err := finish(op, path, p.fd, base, s, data)
+	s.closeFD()
+	return id, err
+}
+
+// finish proves the destination holds the staged inode and makes its name
+// durable.
+func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Identity, error) {
+	st, err := sys.Lstat(dirfd, base)
+	if err != nil {
+		return Identity{}, wrap(op, path, err)
+	}
+	if st.Dev != s.st.Dev || st.Ino != s.st.Ino {
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch,
+			Detail: fmt.Sprintf("the file was put in place, but the name was taken over right after (inode %d, ours %d)", st.Ino, s.st.Ino)}
+	}
+	if err := syncDir(op, path, dirfd); err != nil {
+		return Identity{}, err
+	}
+	return identityOf(st, sum256(data)), nil
+}
+
+// WriteFile replaces path atomically and durably with data and mode perm,
+// like os.WriteFile but without a moment at which path is empty or torn:
+// the bytes are staged under a private name and fsynced, renamed over path,
+// and the directory is fsynced. An existing path that is not a regular file
+// (a symlink, FIFO, directory) is refused and left alone.
+func WriteFile(path string, data []byte, perm fs.FileMode) (Identity, error) {
+	return writeFile(nil, path, data, perm)
+}
+
+// WriteFile replaces name beneath d; see WriteFile.
+func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) (Identity, error) {
+	return writeFile(d, name, data, perm)
+}
+
+func writeFile(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, error) {
+	const op = "write"
+	path := d.join(name)
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer p.close()
+	if st, err := sys.Lstat(p.fd, base); err == nil && !st.Mode.IsRegular() {
+		return Identity{}, typeError(op, path, st.Mode, "a regular file")
+	}
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, perm)
+	if err != nil {
+		return Identity{}, err
+	}
+	hook.Fire(HookStaged, path)
+	if err := sys.Rename(p.fd, s.name, p.fd, base); err != nil {
+		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, true)
+		if c == NotCommitted {
+			s.discard()
+			return Identity{}, e
+		}
+		if c == Unknown {
+			s.closeFD()
+			e.(*Error).Residue = s.residue(path)
+			return Identity{}, e
+		}
+	}
+	id, err := finish(op, path, p.fd, base, s, data)
+	s.closeFD()
+	return id, err
+}
+
+// ReplaceExpected is compare-and-swap on a file: it replaces path with data
+// only if path is exactly want (every Identity field, ctime included, as
+// returned by Capture or a previous write). The successor is staged and
+// swapped in with an atomic exchange, so the name is never missing; what
+// comes out of the exchange is proved to be the expected predecessor (if a
+// successor raced in, it is swapped back and the result is
+// identity_mismatch); then the predecessor is removed and the directory
+// fsynced. The new file keeps the predecessor's permission bits.
+//
+// Where the filesystem has no exchange rename, ReplaceExpected fails with
+// atomic_unavailable rather than fall back to a rename that could overwrite
+// another writer's file.
+func ReplaceExpected(path string, data []byte, want Identity) (Identity, error) {
+	return replaceExpected(nil, path, data, want)
+}
+
+// ReplaceExpected replaces name beneath d; see ReplaceExpected.
+func (d *Dir) ReplaceExpected(name string, data []byte, want Identity) (Identity, error) {
+	return replaceExpected(d, name, data, want)
+}
+
+func replaceExpected(d *Dir, name string, data []byte, want Identity) (Identity, error) {
+	const op = "replace"
+	path := d.join(name)
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer p.close()
+	_, have, err := captureAt(op, path, p.fd, base, false)
+	if err != nil {
+		return Identity{}, err
+	}
+	if have.Nlink != 1 {
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeHardLinkUnsupported,
+			Detail: fmt.Sprintf("the file has %d links; its other names would keep the old bytes", have.Nlink)}
+	}
+	if !have.Equal(want) {
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: "not the expected file: " + want.diff(have)}
+	}
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, have.Mode.Perm())
+	if err != nil {
+		return Identity{}, err
+	}
+	hook.Fire(HookReplaceChecked, path)
+	hook.Fire(HookStaged, path)
+	if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
+		s.discard()
+		e := wrap(op, path, err).(*Error)
+		if flagsUnavailable(err) {
+			e.Code = CodeAtomicUnavailable
+			e.Detail = "the filesystem has no atomic exchange rename; refusing to replace without one"
+		}
+		return Identity{}, e
+	}
+	// What came out must be the predecessor we judged. If another writer
+	// replaced it after our check, swap back: the other writer's file
+	// returns to the name exactly, and ours is discarded.
+	_, out, cerr := captureAt(op, path, p.fd, s.name, false)
+	if cerr != nil || !out.SameContent(want) {
+		if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
+			return Identity{}, &Error{Op: op, Path: path, Code: CodeRestoreFailed, Err: err,
+				Detail: "a concurrent writer's file was displaced and could not be swapped back", Residue: s.residue(path)}
+		}
+		s.discard()
+		detail := "another writer replaced the file first"
+		if cerr == nil {
+			detail += ": " + want.diff(out)
+		}
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: detail, Err: cerr}
+	}
+	// The staging name now holds the proved predecessor under a private
+	// name no other process writes to.
+	if err := sys.Unlink(p.fd, s.name); err != nil {
+		s.closeFD()
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
+			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue(path)}
+	}
+	id, err := finish(op, path, p.fd, base, s, data)
+	s.closeFD()
+	return id, err
+}
+
+// joinDir names the sibling name of path, for messages and residue lists.
+func joinDir(path, name string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[:i+1] + name
+	}
+	return name
+}
