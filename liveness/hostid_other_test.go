@@ -1,0 +1,7 @@
+//go:build !unix
+
+package liveness
+
+import "testing"
+
+func checkSecretModes(t *testing.T, root, file string) {}

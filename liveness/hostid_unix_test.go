@@ -1,0 +1,129 @@
+//go:build unix
+
+package liveness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func checkSecretModes(t *testing.T, root, file string) {
+	t.Helper()
+	fi, err := os.Lstat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("secret mode = %v, want a regular file with 0600", fi.Mode())
+	}
+	if n := fi.Sys().(*syscall.Stat_t).Nlink; n != 1 {
+		t.Errorf("secret has %d links, want 1 (the temporary name must be gone)", n)
+	}
+	di, err := os.Stat(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("config root mode = %v, want 0700", di.Mode().Perm())
+	}
+}
+
+func TestSecretModesUnderPermissiveUmask(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	root := filepath.Join(t.TempDir(), "cfg")
+	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err != nil {
+		t.Fatal(err)
+	}
+	checkSecretModes(t, root, filepath.Join(root, SecretFileName))
+}
+
+func TestSecretModesUnderStrictUmask(t *testing.T) {
+	// A umask that removes owner bits must not leave an unreadable secret.
+	old := syscall.Umask(0o277)
+	defer syscall.Umask(old)
+	root := filepath.Join(t.TempDir(), "cfg")
+	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Umask(old)
+	checkSecretModes(t, root, filepath.Join(root, SecretFileName))
+}
+
+func TestExistingSecretIsMadeOwnerOnly(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, SecretFileName)
+	if err := os.WriteFile(file, []byte(vectorSecretFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+	if err != nil || h.ID != vectorHostID {
+		t.Fatalf("got %+v, %v", h, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secret mode = %v after load, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestConfigRootWritableByOthersRefused(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+	if err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Fatalf("err = %v, want a refusal of the group/world-writable config root", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, SecretFileName)); !os.IsNotExist(err) {
+		t.Fatalf("a secret was created in a world-writable directory: %v", err)
+	}
+}
+
+func TestSecretSymlinkNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte(vectorSecretFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(root, SecretFileName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err == nil {
+		t.Fatal("a symlinked secret was followed")
+	}
+	// A dangling symlink must not make the creator write through it.
+	os.Remove(target)
+	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err == nil {
+		t.Fatal("a dangling symlink at the secret name was accepted")
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Fatal("the secret was created through a dangling symlink")
+	}
+}
+
+func TestSecretFIFODoesNotHang(t *testing.T) {
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, SecretFileName), 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("err = %v, want a refusal of the FIFO", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO secret hung")
+	}
+}
