@@ -232,8 +232,8 @@ func TestMalformedSecretIsAnError(t *testing.T) {
 
 func TestMachineIDNormalization(t *testing.T) {
 	for in, want := range map[string]string{
-		vectorMachineID:                         vectorMachineID,
-		"0123456789ABCDEF0123456789ABCDEF\n":    vectorMachineID,
+		vectorMachineID:                          vectorMachineID,
+		"0123456789ABCDEF0123456789ABCDEF\n":     vectorMachineID,
 		" 564D7A8B-1234-ABCD-EF01-23456789ABCD ": "564d7a8b-1234-abcd-ef01-23456789abcd",
 	} {
 		got, err := normalizeMachineID(in)

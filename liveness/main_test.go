@@ -64,7 +64,6 @@ func startSleeper(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-
 // stderrOf returns what a failed child printed to its standard error.
 func stderrOf(err error) string {
 	var ee *exec.ExitError

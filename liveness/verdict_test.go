@@ -216,4 +216,3 @@ type fakeSyscallErr struct{ errno syscall.Errno }
 
 func (e *fakeSyscallErr) Error() string { return "probe: " + e.errno.Error() }
 func (e *fakeSyscallErr) Unwrap() error { return e.errno }
-
