@@ -11,16 +11,21 @@ const (
 	backoffMax = 100 * time.Millisecond
 )
 
-// backoff yields the successive sleeps of one wait.
-type backoff struct{ next time.Duration }
+// backoff yields the successive sleeps of one wait: from min, doubling, up
+// to max (backoffMin and backoffMax when left zero).
+type backoff struct{ next, min, max time.Duration }
 
 // step returns the next sleep, never more than remaining.
 func (b *backoff) step(remaining time.Duration) time.Duration {
+	lo, hi := b.min, b.max
+	if lo == 0 {
+		lo, hi = backoffMin, backoffMax
+	}
 	if b.next == 0 {
-		b.next = backoffMin
+		b.next = lo
 	}
 	d := b.next
-	b.next = min(2*b.next, backoffMax)
+	b.next = min(2*b.next, hi)
 	return max(0, min(d, remaining))
 }
 

@@ -112,8 +112,6 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	case d >= time.Second:
 		return d.Round(100 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond)
 	}
-	return d
+	return d.Round(time.Millisecond)
 }

@@ -1,0 +1,249 @@
+package statelock
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// claimMinAge: a claim directory younger than this is never judged. Its
+// taker makes the directory and then writes the sidecar; until it has, the
+// sidecar still shows whatever the previous taker left (a tombstone, or a
+// dead record that a half-finished reclaim did not remove yet), which says
+// nothing about the new taker. A live taker is past that step within
+// milliseconds. The same one second is the reference's tombstone rule.
+const claimMinAge = time.Second
+
+// takeClaim takes the transition claim: mkdir F.lock.transition (which
+// admits exactly one taker), then the sidecar F.lock.transition.owner with
+// the record rules of takeRecord. busy reports a claim held by someone
+// else; a stale one is reclaimed first when SPEC §4.3 allows it.
+func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
+	for try := 0; ; try++ {
+		err := l.dir.Mkdir(l.claim, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, nil, &initError{err}
+		}
+		freed, err := l.reclaimStaleClaim()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !freed || try > 0 {
+			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
+		}
+	}
+	h, busy, err := l.takeRecord(l.sidecar, l.newOwner(), true)
+	if h == nil {
+		// The directory is ours and empty: giving it back is safe by name,
+		// because nobody judges a claim younger than claimMinAge.
+		if rerr := l.dir.Rmdir(l.claim); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if busy != nil {
+			busy.reason = ReasonTransitionClaimTimeout
+		}
+		return nil, busy, err
+	}
+	return h, nil, nil
+}
+
+// releaseClaim gives the claim back: the sidecar becomes a tombstone (in
+// place, only if it is still exactly what we wrote), then the directory is
+// removed. Our OFD lock on the sidecar is held until after the rmdir, so a
+// contender never mistakes a claim between those two steps for a crashed one.
+func (l *locker) releaseClaim(c *heldRecord) error {
+	defer c.f.Close()
+	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode()); err != nil {
+		return fmt.Errorf("releasing the transition claim: %w", err)
+	}
+	if err := l.dir.Rmdir(l.claim); err != nil {
+		return fmt.Errorf("releasing the transition claim: %w", err)
+	}
+	return nil
+}
+
+// withClaim runs step under the transition claim.
+func (l *locker) withClaim(step func() error) (busy *contention, err error) {
+	c, busy, err := l.takeClaim()
+	if c == nil {
+		return busy, err
+	}
+	serr := step()
+	if rerr := l.releaseClaim(c); rerr != nil {
+		return nil, errors.Join(serr, rerr)
+	}
+	return nil, serr
+}
+
+// claimState is what occupies F.lock.transition and what may be done about it.
+type claimState struct {
+	present bool
+	dir     bool // a directory (the current protocol); else a superseded regular file
+	tree    *exactfs.Tree
+	treeErr error
+	side    *snapshot // the sidecar, nil when absent or unreadable
+	sideErr error
+	verdict string // the sidecar's verdict, for people
+	stale   bool   // SPEC §4.3 authorizes automatic reclaim
+	why     string
+}
+
+// inspectClaim judges the claim directory and its sidecar (SPEC §4.3, with
+// the kernel-lock and power-loss rules of §4.7). A claim is stale when:
+//   - the directory is empty (an exact tree snapshot proves it) and at least
+//     claimMinAge old, no OFD lock is held on the sidecar (an exactfs taker
+//     holds one for the whole claim), and the sidecar either names a dead,
+//     host-qualified owner or is a tombstone at least one second old (the
+//     holder died between releasing the sidecar and the rmdir); or
+//   - the directory was made before the current boot (its taker is gone,
+//     whatever the sidecar says).
+//
+// A claim directory without a readable sidecar is never broken
+// automatically; Recover can, with evidence.
+func (l *locker) inspectClaim() claimState {
+	var st claimState
+	fi, err := l.dir.Lstat(l.claim)
+	if err != nil {
+		st.treeErr = err
+		return st
+	}
+	st.present = true
+	st.dir = fi.IsDir()
+	if !st.dir {
+		return st
+	}
+	st.tree, st.treeErr = l.dir.CaptureTree(l.claim)
+	f, s, serr := l.openCapture(l.sidecar)
+	st.side, st.sideErr = s, serr
+	var v verdict
+	held := false
+	if f != nil {
+		held, _ = ofdHeld(f)
+		if held {
+			v = verdict{Judgement: liveness.Judgement{Verdict: liveness.Alive, Reason: "an exactfs taker holds its kernel lock"}}
+		} else if s.released() {
+			v = verdict{Judgement: liveness.Judgement{Verdict: liveness.Dead, Reason: "released tombstone"}}
+		} else {
+			v = l.judgeRecord(s, f)
+		}
+		f.Close()
+		st.verdict = v.Judgement.String()
+	}
+	switch {
+	case st.treeErr != nil:
+		st.why = "the claim cannot be described exactly: " + st.treeErr.Error()
+	case len(st.tree.Entries) != 1:
+		st.why = "the claim directory is not empty; it is never removed automatically"
+	case beforeBoot(st.tree.Root().MtimeNs):
+		st.stale, st.why = true, "the claim directory was made before the current boot"
+	case age(st.tree.Root()) < claimMinAge:
+		st.why = "the claim is younger than 1s"
+	case s == nil:
+		st.why = "no readable sidecar; only explicit recovery can remove this claim"
+	case held:
+		st.why = "held: " + st.verdict
+	case s.released() && age(s.id) >= claimMinAge:
+		st.stale, st.why = true, "the sidecar is a tombstone at least 1s old: the holder died before removing the claim"
+	case s.released():
+		st.why = "the sidecar tombstone is younger than 1s"
+	case v.dead() && s.rec != nil && s.rec.HostID != "":
+		st.stale, st.why = true, "the sidecar's owner is dead: "+st.verdict
+	case v.dead() && s.rec == nil:
+		st.stale, st.why = true, "the sidecar is malformed and was written before the current boot"
+	default:
+		st.why = "the sidecar's owner is not provably dead: " + st.verdict
+	}
+	return st
+}
+
+func beforeBoot(mtimeNs int64) bool {
+	b, ok := writtenBeforeBoot(mtimeNs)
+	return ok && b
+}
+
+// reclaimStaleClaim removes a crashed claim when inspectClaim says it may:
+// capture again after the verdict (the tree and the sidecar must be exactly
+// what was judged), remove the directory by exact tree removal of that
+// snapshot, then exactly unlink a dead sidecar (a tombstone stays: it is
+// the steady state). freed reports that the claim name is free now.
+func (l *locker) reclaimStaleClaim() (freed bool, err error) {
+	st := l.inspectClaim()
+	if !st.present {
+		return true, nil
+	}
+	if !st.dir {
+		return l.reclaimSupersededClaim()
+	}
+	if !st.stale {
+		return false, nil
+	}
+	hook.Fire(HookAfterClaimInspection, l.path(l.claim))
+	tree, err := l.dir.CaptureTree(l.claim)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil || !sameTree(tree, st.tree) {
+		return false, nil
+	}
+	if st.side != nil {
+		cur, err := l.capture(l.sidecar)
+		if err != nil || !sameRecord(cur.id, st.side.id) {
+			return false, nil
+		}
+	}
+	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
+	err = l.dir.RemoveTreeExact(l.claim, st.tree)
+	switch {
+	case err == nil, errors.Is(err, exactfs.ErrCleanupPending):
+	case errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrIdentityMismatch):
+		return false, nil
+	default:
+		return false, err
+	}
+	if st.side != nil && !st.side.released() {
+		if err := exactRemoved(l.dir.UnlinkExact(l.sidecar, st.side.id, quarantineName())); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// reclaimSupersededClaim handles a regular file at F.lock.transition, the
+// claim of a superseded protocol: it is reclaimed by the same exact-identity
+// rules as F.lock itself. A tombstone there is left for explicit cleanup,
+// as the reference does.
+func (l *locker) reclaimSupersededClaim() (bool, error) {
+	f, s, err := l.openCapture(l.claim)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case unsafeType(err):
+		return false, &unsafeError{err}
+	case err != nil:
+		return false, nil
+	}
+	v := l.judgeRecord(s, f)
+	f.Close()
+	if s.released() || !v.dead() {
+		return false, nil
+	}
+	hook.Fire(HookAfterClaimInspection, l.path(l.claim))
+	cur, err := l.capture(l.claim)
+	if err != nil || !sameRecord(cur.id, s.id) {
+		return false, nil
+	}
+	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
+	if err := exactRemoved(l.dir.UnlinkExact(l.claim, s.id, quarantineName())); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+

@@ -1,0 +1,72 @@
+// Package statelock is the state-file lock of SPEC §4: the on-disk protocol
+// TypeScript peers use to read-modify-write a shared JSON state file F,
+// byte-compatible with them, plus Update (lock, read, transform, durable
+// replace, release).
+//
+// # On disk
+//
+// F.lock is the owner record of the holder (compact JSON, no trailing
+// newline, mode 0600); after release it is rewritten in place to a released
+// tombstone and kept, and the next holder reuses its inode. Every pathname
+// change of F.lock happens under the transition claim: the empty directory
+// F.lock.transition (0700, mkdir takes it, rmdir gives it back) with its
+// owner record beside it in F.lock.transition.owner. The caller's operation
+// never runs inside the claim, only the pathname bookkeeping does.
+//
+// # Beyond the reference
+//
+// An exactfs holder also holds an OFD lock (F_OFD_SETLK) on the inode of
+// every record it writes, taken before the bytes are written and kept until
+// the record is released. Its records carry pidfd_ino, pid_ns and boot_id
+// after the reference's keys. A contender that finds such a record from
+// this host and boot asks the kernel (F_OFD_GETLK through the descriptor it
+// read the bytes from): no lock means the holder's descriptor is gone, so
+// the holder is dead at once, whatever its pid now names. Records of
+// TypeScript peers carry no such lock and are judged by the pid rules.
+//
+// A crashed transition claim is reclaimed when its sidecar proves the
+// taker gone (SPEC §4.3); the reference strands it forever. Waiters sleep
+// with backoff and wake early on an inotify event for F.lock; they first
+// look at the record without taking the claim, so a crowd of waiters does
+// not starve the holder's release of the claim it needs.
+//
+// # Durability: which fsyncs the protocol needs
+//
+// The state file is durable: Update replaces it with a staged file that is
+// fsynced, renamed over F, and the directory fsynced (two fsyncs), so after
+// a power cut F holds the old bytes or the new ones.
+//
+// The lock files are not fsynced, at all. A lock record only means something
+// while its writer lives, and no writer outlives a power cut, so the only
+// question is whether what a crash leaves behind can be told apart from a
+// live holder. It can:
+//   - a record of ours that reverts to an older live record, or survives
+//     without its tombstone, carries boot_id: a record from an earlier boot
+//     is dead (SPEC §3);
+//   - a record that lost its bytes (empty or torn: created, never flushed)
+//     is malformed, and a malformed record last modified before the current
+//     boot cannot belong to a live process (the power-loss rule, SPEC §4.7);
+//     it is reclaimed by exact unlink;
+//   - a claim directory made before the current boot has no live taker and
+//     is reclaimed (exact tree removal), whatever its sidecar says;
+//   - a record the crash left as a tombstone is free anyway.
+//
+// TypeScript peers keep fsyncing their own records (six fsyncs per cycle in
+// the reference), which costs them, not us. A record written by a
+// TypeScript peer before a power cut and restored by journal replay is
+// judged by its pid and start time after the reboot, like any other.
+//
+// Without these fsyncs an uncontended Update costs the two fsyncs of the
+// durable write and a handful of cheap system calls for the lock.
+//
+// # Not guaranteed
+//
+// The claim rules that use time (a claim younger than one second is never
+// judged; a tombstone sidecar one second old means its holder died before
+// the rmdir) assume a live taker is not stopped for a second between two
+// adjacent system calls — the same assumption the reference makes. Exact
+// removal needs a filesystem with exchange or no-replace rename; where
+// there is none, stale records are refused, never guessed away, and are left
+// for Recover. Records on a volume shared between machines are judged alive
+// unless they name this host.
+package statelock

@@ -1,0 +1,48 @@
+package statelock
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// testEnv is one state file in a private directory with a private config
+// root, so tests never touch the user's host identity.
+type testEnv struct {
+	dir, state, lock, claim, sidecar, configRoot string
+	host                                         liveness.HostIdentity
+}
+
+func newEnv(t testing.TB) *testEnv {
+	t.Helper()
+	base := t.TempDir()
+	e := &testEnv{dir: filepath.Join(base, "d"), configRoot: filepath.Join(base, "config")}
+	if err := os.Mkdir(e.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.state = filepath.Join(e.dir, "state.json")
+	e.lock = e.state + ".lock"
+	e.claim = e.state + ".lock.transition"
+	e.sidecar = e.claim + ".owner"
+	h, err := liveness.LoadHostIdentity(e.configRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.host = h
+	return e
+}
+
+func (e *testEnv) opts(extra ...Option) []Option {
+	return append([]Option{WithConfigRoot(e.configRoot)}, extra...)
+}
+
+func mustRead(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

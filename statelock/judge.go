@@ -1,0 +1,133 @@
+package statelock
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// staleAge is the reference's stale window: the one malformed shape that
+// may be reclaimed by age must be at least this old, and so must an empty
+// legacy directory.
+const staleAge = 30 * time.Second
+
+// verdict is a judgement of one captured record.
+type verdict struct {
+	liveness.Judgement
+	reason Reason // the contention reason when the record is kept
+}
+
+func (v verdict) dead() bool { return v.Verdict == liveness.Dead }
+
+// judgeRecord decides whether the owner of a captured record is gone.
+//
+// f is the descriptor the snapshot's bytes were read through. For a record
+// an exactfs holder wrote on this host in this boot, the kernel itself
+// answers: the holder took an OFD lock on this inode before writing these
+// bytes and keeps it while it holds the lock, and the kernel drops it when
+// the holder's descriptor goes away, however the holder died. So "no
+// conflicting lock" proves the holder gone, with no pid-reuse ambiguity;
+// "a lock" proves it there. The test is asked through f, the very inode the
+// bytes came from, never through a fresh lookup of the pathname. Records
+// without our evidence fields (TypeScript peers) hold no such lock and are
+// judged by the pid rules of SPEC §3 alone.
+func (l *locker) judgeRecord(s *snapshot, f *os.File) verdict {
+	if s.rec == nil {
+		return l.judgeMalformed(s)
+	}
+	r := s.rec
+	if r.Released {
+		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "released"}, ""}
+	}
+	if k, ok := l.kernelVerdict(r, f); ok {
+		return k
+	}
+	j := l.judge.Judge(liveness.Owner{
+		Pid:             int(r.Pid),
+		StartTime:       r.StartTime,
+		StartTimeFormat: r.StartTimeFormat,
+		HostID:          r.HostID,
+		BootID:          r.BootID,
+		PidfdIno:        r.PidfdIno,
+		PidNS:           r.PidNS,
+	})
+	reason := ReasonOwnerLive
+	if r.HostID == "" && !l.cfg.hostLocal {
+		reason = ReasonOwnerUnprovenanced
+	}
+	return verdict{j, reason}
+}
+
+// kernelVerdict applies the OFD rule when it may: a record with our
+// evidence fields, from this host (current or legacy id) and this boot
+// (the same kernel, whose lock table is the one asked), on a platform and
+// filesystem that answer F_OFD_GETLK.
+func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
+	if !ofdSupported || f == nil || !r.Kernel() || r.BootID == "" || r.BootID != l.self.BootID {
+		return verdict{}, false
+	}
+	if r.HostID == "" || !l.host.IsLocal(r.HostID) {
+		return verdict{}, false
+	}
+	held, known := ofdHeld(f)
+	if !known {
+		return verdict{}, false
+	}
+	if held {
+		return verdict{liveness.Judgement{Verdict: liveness.Alive, Reason: "the holder's kernel lock on the record is held"}, ReasonOwnerLive}, true
+	}
+	return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "no kernel lock on the record: the holder's descriptor is gone"}, ""}, true
+}
+
+// judgeMalformed applies the only two rules under which a record that does
+// not validate may be reclaimed: the historical released:false shape from a
+// provably dead local owner at least 30 s old (SPEC §4.4), and the
+// power-loss rule (SPEC §4.7): an empty or malformed record last written
+// before the current boot cannot belong to a live process. Anything else is
+// kept: it proves nothing about its writer, who may still be writing it.
+func (l *locker) judgeMalformed(s *snapshot) verdict {
+	if before, ok := writtenBeforeBoot(s.id.MtimeNs); ok && before {
+		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "malformed record written before the current boot"}, ""}
+	}
+	if r, ok := historicalUnreleased(s.data); ok {
+		if age(s.id) < staleAge {
+			return verdict{liveness.Judgement{Verdict: liveness.Alive, Reason: "released:false record younger than 30s"}, ReasonOwnerRecordFresh}
+		}
+		j := l.judge.Judge(liveness.Owner{Pid: int(r.Pid), StartTime: r.StartTime, StartTimeFormat: r.StartTimeFormat, HostID: r.HostID, BootID: r.BootID, PidfdIno: r.PidfdIno, PidNS: r.PidNS})
+		if j.Verdict == liveness.Dead && r.HostID != "" {
+			return verdict{j, ""}
+		}
+		return verdict{liveness.Judgement{Verdict: liveness.Alive, Reason: "released:false record: " + j.String()}, ReasonOwnerUnprovenanced}
+	}
+	if age(s.id) < staleAge {
+		return verdict{liveness.Judgement{Verdict: liveness.Unknown, Reason: "malformed record, possibly still being written"}, ReasonOwnerRecordFresh}
+	}
+	return verdict{liveness.Judgement{Verdict: liveness.Unknown, Reason: "malformed record: " + s.perr.Error()}, ReasonOwnerUnprovenanced}
+}
+
+// describe says who holds a record, for people: "pid 4242 on this host
+// (alive: process exists; start time matches) since 12s".
+func (l *locker) describe(s *snapshot, v verdict) string {
+	since := roundDur(age(s.id))
+	if s.rec == nil {
+		return fmt.Sprintf("an unreadable owner record of %d bytes (%s: %s) since %s", len(s.data), v.Verdict, v.Reason, since)
+	}
+	r := s.rec
+	where := "on an unnamed host"
+	switch {
+	case r.HostID == "":
+	case r.HostID == l.host.ID:
+		where = "on this host"
+	case l.host.IsLocal(r.HostID):
+		where = "on this host (legacy id)"
+	default:
+		id := r.HostID
+		if len(id) > 12 {
+			id = id[:12] + "…"
+		}
+		where = "on host " + id
+	}
+	return fmt.Sprintf("pid %d %s (%s: %s) since %s", r.Pid, where, v.Verdict, v.Reason, since)
+}

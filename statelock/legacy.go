@@ -1,0 +1,107 @@
+package statelock
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// sameTree reports whether two tree snapshots describe the same directory
+// down to every entry: the root's identity and each entry's path, kind,
+// inode, link count, size, times and digest. A successor that recreated the
+// path has another root inode; one that reused it differs in some entry.
+func sameTree(a, b *exactfs.Tree) bool {
+	if a == nil || b == nil || len(a.Entries) != len(b.Entries) {
+		return false
+	}
+	for i := range a.Entries {
+		if a.Entries[i] != b.Entries[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// legacyJudgement is the verdict on a legacy F.lock/ directory and its
+// evidence, for reclaim and for Inspect.
+type legacyJudgement struct {
+	stale  bool
+	why    string
+	holder string
+}
+
+// judgeLegacy renders the verdict of SPEC §4.5 on the captured tree: stale
+// only if info parses, its owner is host-qualified as local (or the
+// host-local option vouches for an unqualified one) and provably dead; or if
+// the directory is empty and older than 30 s. The info bytes judged must be
+// the very file the tree snapshot holds (same inode and digest), so the
+// verdict speaks for that snapshot and nothing else.
+func (l *locker) judgeLegacy(tree *exactfs.Tree) legacyJudgement {
+	if len(tree.Entries) == 1 {
+		if a := age(tree.Root()); a >= staleAge {
+			return legacyJudgement{stale: true, why: fmt.Sprintf("empty legacy directory, %s old", roundDur(a))}
+		}
+		return legacyJudgement{why: "empty legacy directory younger than 30s", holder: "an empty legacy lock directory"}
+	}
+	var info *exactfs.TreeEntry
+	for i := range tree.Entries {
+		if tree.Entries[i].Path == "info" {
+			info = &tree.Entries[i]
+		}
+	}
+	if info == nil || !info.Identity.Mode.IsRegular() {
+		return legacyJudgement{why: "legacy directory without an info file", holder: "a legacy lock directory without info"}
+	}
+	data, id, err := l.dir.Capture(l.lockName + "/info")
+	if err != nil || !id.SameContent(info.Identity) {
+		return legacyJudgement{why: "legacy info changed or unreadable", holder: "a legacy lock directory"}
+	}
+	li, err := parseLegacyInfo(data)
+	if err != nil {
+		return legacyJudgement{why: err.Error(), holder: "a legacy lock directory with malformed info"}
+	}
+	j := l.judge.Judge(liveness.Owner{Pid: int(li.Pid), StartTime: li.StartTime, StartTimeFormat: li.StartTimeFormat, HostID: li.HostID})
+	holder := fmt.Sprintf("legacy directory of pid %d (%s)", li.Pid, j)
+	return legacyJudgement{stale: j.Verdict == liveness.Dead, why: j.String(), holder: holder}
+}
+
+// reclaimLegacy evaluates a legacy F.lock/ directory and removes it when
+// it is stale. The identity brackets the verdict: the tree is captured
+// before it and again after it, and removed (by exact tree removal of that
+// snapshot) only when both captures are the same tree. A legacy writer takes
+// no claim, so it can replace the judged directory with a live one at any
+// moment; the bracket makes the reclaim decline instead of deleting it.
+func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
+	before, err := l.dir.CaptureTree(l.lockName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil, nil
+	case err != nil:
+		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that cannot be described exactly: " + err.Error()}, nil
+	}
+	v := l.judgeLegacy(before)
+	if !v.stale {
+		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: v.holder}, nil
+	}
+	hook.Fire(HookAfterLegacyVerdict, l.path(l.lockName))
+	after, err := l.dir.CaptureTree(l.lockName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil, nil
+	}
+	if err != nil || !sameTree(before, after) {
+		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed after its verdict"}, nil
+	}
+	hook.Fire(HookBeforeLegacyRemoval, l.path(l.lockName))
+	err = l.dir.RemoveTreeExact(l.lockName, before)
+	switch {
+	case err == nil, errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrCleanupPending):
+		return true, nil, nil
+	case errors.Is(err, exactfs.ErrIdentityMismatch):
+		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed during removal"}, nil
+	}
+	return false, nil, err
+}

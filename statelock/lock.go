@@ -1,0 +1,288 @@
+package statelock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// claimRetry bounds the sleeps while the transition claim is busy. A claim
+// is held only for a few file operations, so these are much shorter than
+// the waits for a lock holder.
+const (
+	claimRetryMin = 500 * time.Microsecond
+	claimRetryMax = 10 * time.Millisecond
+)
+
+// Held is a state-file lock this process holds. Unlock it exactly once.
+type Held struct {
+	l    *locker
+	rec  *heldRecord
+	mu   sync.Mutex
+	done bool
+}
+
+// Token returns the random token of this acquisition, unique per
+// acquisition: a fencing token that state written under the lock can carry,
+// so a later writer can tell which holder wrote it (SPEC §4.7).
+func (h *Held) Token() string { return h.rec.rec.Token }
+
+// LockPath returns the path of the owner record, F.lock.
+func (h *Held) LockPath() string { return h.l.lockPath }
+
+// Lock acquires the lock of stateFile (the owner record stateFile.lock,
+// SPEC §4), waiting up to the wait budget (DefaultWait, or WithWait) and
+// no longer than ctx allows. A holder that is provably dead is reclaimed at
+// once, without waiting out any timeout. On failure the error is a
+// *LockError; errors.Is(err, ErrLocked) when someone held the lock
+// throughout.
+func Lock(ctx context.Context, stateFile string, opts ...Option) (*Held, error) {
+	l, err := newLocker(stateFile, opts)
+	if err != nil {
+		return nil, err
+	}
+	h, err := l.acquire(ctx, l.cfg.wait, false)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// TryLock makes one attempt to acquire the lock of stateFile. A holder
+// (or a busy transition claim) fails it with an error that satisfies
+// errors.Is(err, ErrLocked). A provably dead holder is still reclaimed.
+func TryLock(stateFile string, opts ...Option) (*Held, error) {
+	l, err := newLocker(stateFile, opts)
+	if err != nil {
+		return nil, err
+	}
+	h, err := l.acquire(context.Background(), 0, true)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// acquire runs attempts until one succeeds, the budget runs out or ctx is
+// done. Between attempts it sleeps (backoff, woken early by a change of
+// F.lock), so a waiter costs almost no CPU.
+func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
+	start := time.Now()
+	var (
+		bo, claimBo backoff
+		w           *waker
+		attempts    int
+		last        *contention
+	)
+	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
+	defer func() { w.close() }()
+	fail := func(reason Reason, c *contention, err error) (*Held, error) {
+		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+		if c != nil {
+			e.Holder = c.holder
+		}
+		return nil, e
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fail(timeoutReason(last), last, err)
+		}
+		attempts++
+		var (
+			h   *heldRecord
+			c   *contention
+			err error
+		)
+		if last != nil && last.reason != ReasonTransitionClaimTimeout {
+			// Waiting on a holder: look without taking the claim first, so
+			// that waiters do not crowd the claim the holder needs to release.
+			c = l.peek()
+		}
+		if c == nil {
+			h, c, err = l.attempt()
+		}
+		if err != nil {
+			var u *unsafeError
+			if errors.As(err, &u) {
+				return fail(ReasonUnsafePathType, nil, u.err)
+			}
+			var ie *initError
+			if errors.As(err, &ie) {
+				return fail(ReasonInitFailed, nil, ie.err)
+			}
+			return fail(ReasonInspectionFailed, nil, err)
+		}
+		if h != nil {
+			return &Held{l: l, rec: h}, nil
+		}
+		last = c
+		remaining := budget - time.Since(start)
+		if once {
+			return fail(c.reason, c, nil)
+		}
+		if remaining <= 0 {
+			return fail(timeoutReason(c), c, nil)
+		}
+		if c.reason == ReasonTransitionClaimTimeout {
+			if err := sleepCtx(ctx, claimBo.step(remaining)); err != nil {
+				return fail(timeoutReason(c), c, err)
+			}
+			continue
+		}
+		claimBo.reset()
+		if w == nil {
+			// Arm the watch, then look again at once: a release between the
+			// failed attempt and the watch would otherwise cost a full sleep.
+			w = newWaker(l.dir.Name(), l.lockName)
+			continue
+		}
+		woke, err := w.wait(ctx, bo.step(remaining))
+		if err != nil {
+			return fail(timeoutReason(c), c, err)
+		}
+		if woke {
+			bo.reset()
+		}
+	}
+}
+
+func timeoutReason(c *contention) Reason {
+	if c != nil && c.reason == ReasonTransitionClaimTimeout {
+		return ReasonTransitionClaimTimeout
+	}
+	return ReasonAcquireTimeout
+}
+
+// initError marks a failure to create what the protocol needs (the claim
+// directory, a record) as opposed to a failure to read what is there.
+type initError struct{ err error }
+
+func (e *initError) Error() string { return e.err.Error() }
+func (e *initError) Unwrap() error { return e.err }
+
+// attempt makes one acquisition under the transition claim.
+func (l *locker) attempt() (*heldRecord, *contention, error) {
+	var (
+		h *heldRecord
+		c *contention
+	)
+	busy, err := l.withClaim(func() error {
+		var err error
+		h, c, err = l.takeRecord(l.lockName, l.newOwner(), false)
+		return err
+	})
+	if busy != nil {
+		return nil, busy, nil
+	}
+	if err != nil {
+		if h != nil {
+			// The claim could not be given back after F.lock became ours.
+			// Do not keep a lock acquired in a state we cannot vouch for:
+			// tombstone our own record through our own descriptor.
+			l.rewrite(l.lockName, h.f, h.id, h.data, l.tombstone().Encode())
+			h.f.Close()
+		}
+		return nil, nil, err
+	}
+	return h, c, nil
+}
+
+// peek reports a holder that the kernel vouches for, without the claim: an
+// OFD lock on F.lock is held only by a live exactfs holder (or one in the
+// middle of releasing). It returns nil when it cannot tell, and the caller
+// makes a full attempt.
+func (l *locker) peek() *contention {
+	f, s, err := l.openCapture(l.lockName)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if held, known := ofdHeld(f); !known || !held {
+		return nil
+	}
+	v := verdict{reason: ReasonOwnerLive}
+	v.Judgement.Verdict, v.Judgement.Reason = liveness.Alive, "the holder's kernel lock on the record is held"
+	return &contention{reason: ReasonOwnerLive, holder: l.describe(s, v)}
+}
+
+// Unlock releases the lock: under the transition claim, it proves that
+// F.lock is still exactly the record this acquisition wrote (inode and
+// bytes) and rewrites it in place to a released tombstone. It never unlinks
+// F.lock. If the record was changed by someone else, Unlock fails loudly
+// and leaves what is there alone. Unlock closes the descriptor that holds
+// our kernel lock in every case, so a failed release is still visibly over.
+func (h *Held) Unlock() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
+	}
+	h.done = true
+	defer h.l.close()
+	start := time.Now()
+	attempts, err := h.l.release(h.rec)
+	if err != nil {
+		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+	}
+	return nil
+}
+
+// release takes the claim (waiting for it as long as the wait budget, at
+// least DefaultWait: giving up on a release is worse than waiting) and
+// rewrites the record. The record's descriptor is closed after the claim
+// is given back, so waiters woken by that close find the claim free.
+func (l *locker) release(r *heldRecord) (int, error) {
+	defer r.f.Close()
+	budget := max(l.cfg.wait, DefaultWait)
+	start := time.Now()
+	var bo backoff
+	bo.min, bo.max = claimRetryMin, claimRetryMax
+	for attempts := 1; ; attempts++ {
+		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
+		if busy == nil {
+			return attempts, err
+		}
+		remaining := budget - time.Since(start)
+		if remaining <= 0 {
+			return attempts, fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
+		}
+		time.Sleep(bo.step(remaining))
+	}
+}
+
+func (l *locker) releaseRecord(r *heldRecord) error {
+	hook.Fire(HookBeforeRelease, l.lockPath)
+	cur, err := l.capture(l.lockName)
+	if err != nil {
+		return fmt.Errorf("our owner record is gone or unreadable: %w", err)
+	}
+	if !sameRecord(cur.id, r.id) || !bytes.Equal(cur.data, r.data) {
+		v := l.judgeRecord(cur, nil)
+		return fmt.Errorf("%w: someone else replaced our owner record; %s is now %s, left alone",
+			errRecordChanged, l.lockName, l.describe(cur, v))
+	}
+	hook.Fire(HookAfterOwnerValidation, l.lockPath)
+	if _, err := l.rewrite(l.lockName, r.f, r.id, r.data, l.tombstone().Encode()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// With runs fn while holding the lock of stateFile. If fn fails and the
+// release fails too, both errors are returned (errors.Join).
+func With(ctx context.Context, stateFile string, fn func() error, opts ...Option) error {
+	h, err := Lock(ctx, stateFile, opts...)
+	if err != nil {
+		return err
+	}
+	ferr := fn()
+	return errors.Join(ferr, h.Unlock())
+}

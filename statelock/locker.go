@@ -1,0 +1,154 @@
+package statelock
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// Names derived from the state file F (SPEC §4.1).
+const (
+	lockSuffix    = ".lock"
+	claimSuffix   = ".lock.transition"
+	sidecarSuffix = ".lock.transition.owner"
+)
+
+// locker is one call's view of a state file's lock: the directory it lives
+// in (held open, so every step works on the same directory even if its path
+// is renamed), the names, and who we are.
+type locker struct {
+	cfg      config
+	dir      *exactfs.Dir
+	base     string // F's name in dir
+	lockName string
+	claim    string
+	sidecar  string
+	lockPath string // for messages
+	host     liveness.HostIdentity
+	self     liveness.Evidence
+	judge    liveness.Judge
+}
+
+var hostCache sync.Map // config root -> liveness.HostIdentity
+
+// hostIdentity loads the host identity for the config root once per
+// process: the secret never changes once created, and re-deriving it on
+// every lock call would add a file read to each cycle.
+func hostIdentity(c *config) (liveness.HostIdentity, error) {
+	if c.host != nil {
+		return *c.host, nil
+	}
+	root := c.configRoot
+	if root == "" {
+		r, err := liveness.DefaultConfigRoot()
+		if err != nil {
+			return liveness.HostIdentity{}, err
+		}
+		root = r
+	}
+	if h, ok := hostCache.Load(root); ok {
+		return h.(liveness.HostIdentity), nil
+	}
+	h, err := liveness.LoadHostIdentity(root)
+	if err != nil {
+		return liveness.HostIdentity{}, err
+	}
+	if h.ID == "" {
+		return liveness.HostIdentity{}, errors.New("host identity is empty")
+	}
+	hostCache.Store(root, h)
+	return h, nil
+}
+
+// newLocker prepares a lock call. Everything that can fail before a single
+// lock file is touched fails here (SPEC §3: a failure to establish the host
+// id fails the call before anything is created).
+func newLocker(stateFile string, opts []Option) (*locker, error) {
+	c := newConfig(opts)
+	lockPath := stateFile + lockSuffix
+	fail := func(err error) (*locker, error) {
+		return nil, &LockError{LockPath: lockPath, Reason: ReasonInitFailed, Err: err}
+	}
+	dirPath, base := filepath.Split(stateFile)
+	if base == "" || base == "." || base == ".." {
+		return fail(&exactfs.Error{Op: "lock", Path: stateFile, Code: exactfs.CodeInvalidRequest, Detail: "the state file path names no file"})
+	}
+	if dirPath == "" {
+		dirPath = "."
+	}
+	host, err := hostIdentity(&c)
+	if err != nil {
+		return fail(err)
+	}
+	self, err := liveness.Self()
+	if err != nil {
+		return fail(err)
+	}
+	// The reference creates the state file's directory; so do we, owner-only.
+	// MkdirAll may follow a symlink in an existing component, but OpenDir
+	// below refuses any, so nothing is ever done through one.
+	if _, err := os.Lstat(dirPath); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dirPath, 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	d, err := exactfs.OpenDir(dirPath)
+	if err != nil {
+		return fail(err)
+	}
+	l := &locker{
+		cfg:      c,
+		dir:      d,
+		base:     base,
+		lockName: base + lockSuffix,
+		claim:    base + claimSuffix,
+		sidecar:  base + sidecarSuffix,
+		lockPath: lockPath,
+		host:     host,
+		self:     self,
+		judge:    liveness.Judge{Host: host, HostLocal: c.hostLocal, Probe: c.probe},
+	}
+	return l, nil
+}
+
+func (l *locker) close() { l.dir.Close() }
+
+// newOwner is the record this process writes when it takes a lock or a
+// claim: the reference's fields (start_time in the linux-proc-v1 form on
+// Linux, or TypeScript peers would read a live owner as a different
+// incarnation and steal), our host id always (or TypeScript peers could
+// never reclaim it), and the evidence only exactfs reads.
+func (l *locker) newOwner() *Record {
+	r := &Record{
+		Pid:             int64(l.self.Pid),
+		StartTime:       l.self.StartTime,
+		StartTimeFormat: l.self.StartTimeFormat,
+		Token:           exactfs.NewUUID(),
+		HostID:          l.host.ID,
+	}
+	if r.StartTime == "" {
+		r.StartTime = liveness.UnknownStartTime
+	}
+	if ofdSupported {
+		// Only where we also hold an OFD lock on the record: the fields
+		// tell a contender that the kernel can vouch for this holder.
+		r.PidfdIno, r.PidNS, r.BootID = l.self.PidfdIno, l.self.PidNS, l.self.BootID
+	}
+	return r
+}
+
+func (l *locker) tombstone() *Record { return tombstone(exactfs.NewUUID(), l.host.ID) }
+
+// path joins a name in the lock directory for messages.
+func (l *locker) path(name string) string { return filepath.Join(l.dir.Name(), name) }
+
+// age is how long ago a record was last written, from the mtime of the very
+// inode its bytes were read from.
+func age(id exactfs.Identity) time.Duration {
+	return time.Since(time.Unix(0, id.MtimeNs))
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package statelock
+
+import (
+	"errors"
+	"os"
+)
+
+// ofdSupported is false here: records are judged by the pid rules alone.
+const ofdSupported = false
+
+var errOFDConflict = errors.New("another descriptor holds a kernel lock on the record")
+
+// ofdLock does nothing where OFD locks do not exist; the records we write
+// here carry no kernel evidence fields, so nobody asks the kernel about them.
+func ofdLock(*os.File) error { return nil }
+
+// ofdHeld cannot answer here.
+func ofdHeld(*os.File) (held, known bool) { return false, false }

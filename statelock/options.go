@@ -1,0 +1,56 @@
+package statelock
+
+import (
+	"time"
+
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// DefaultWait is the wait budget of Lock, With and Update (SPEC §4.4).
+const DefaultWait = 5 * time.Second
+
+// Option configures a lock call.
+type Option func(*config)
+
+type config struct {
+	wait       time.Duration
+	configRoot string
+	host       *liveness.HostIdentity
+	hostLocal  bool
+	probe      liveness.Prober // tests only (withProber)
+}
+
+func newConfig(opts []Option) config {
+	c := config{wait: DefaultWait}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithWait sets how long Lock waits for a holder before failing with
+// acquire_timeout. Zero or negative means one attempt, like TryLock.
+func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
+
+// WithConfigRoot names the directory holding machine-identity.secret, from
+// which the host id in owner records is derived (SPEC §3). Processes that
+// share a lock must use the same root, TypeScript peers included
+// ($GJC_CONFIG_ROOT). Default: liveness.DefaultConfigRoot().
+func WithConfigRoot(dir string) Option { return func(c *config) { c.configRoot = dir } }
+
+// WithHostIdentity uses h as this host's identity instead of loading one
+// from the config root.
+func WithHostIdentity(h liveness.HostIdentity) Option {
+	return func(c *config) { c.host = &h }
+}
+
+// WithHostLocal declares that the state file's directory is never shared
+// with another machine, so an owner record without owner_host_id (written
+// by an old peer) may be judged by its pid. Without it such records are
+// treated as alive forever: on a shared volume they may come from anywhere.
+func WithHostLocal(local bool) Option { return func(c *config) { c.hostLocal = local } }
+
+// withProber makes the liveness judge ask p instead of the system. Tests use
+// it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on
+// disk.
+func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }

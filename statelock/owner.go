@@ -1,0 +1,228 @@
+package statelock
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// snapshot is one owner record as it was read: the exact bytes, the
+// identity of the inode they came from (one descriptor, fstat before and
+// after the read), and the record they parse to (nil when malformed).
+type snapshot struct {
+	data []byte
+	id   exactfs.Identity
+	rec  *Record
+	perr error
+}
+
+func newSnapshot(data []byte, id exactfs.Identity) *snapshot {
+	s := &snapshot{data: data, id: id}
+	s.rec, s.perr = ParseRecord(data)
+	return s
+}
+
+func (s *snapshot) released() bool { return s.rec != nil && s.rec.Released }
+
+// sameRecord reports whether two identities name the same inode incarnation
+// with the same bytes: dev, ino, nlink, size, mtime and digest. This is the
+// reference's test that "the record I judged is the record I am about to
+// act on"; ctime is left out because a rename of a neighbour can touch it.
+func sameRecord(a, b exactfs.Identity) bool {
+	return a.SameContent(b) && a.Nlink == b.Nlink
+}
+
+// unsafeType reports whether err says the path holds something that is not
+// a regular file where one was expected (a symlink, FIFO, socket, device):
+// not a lock anyone wrote.
+func unsafeType(err error) bool {
+	return errors.Is(err, exactfs.ErrReparsePoint) || errors.Is(err, exactfs.ErrNotRegularFile)
+}
+
+// openCapture opens name read-only (no-follow, non-blocking, type proved
+// by fstat) and captures its bytes and identity through that descriptor.
+// The descriptor is returned open so that a kernel-lock test can be asked
+// about the very inode the bytes came from; the caller closes it.
+func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
+	f, err := l.dir.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, newSnapshot(data, id), nil
+}
+
+// capture is openCapture without keeping the descriptor.
+func (l *locker) capture(name string) (*snapshot, error) {
+	data, id, err := l.dir.Capture(name)
+	if err != nil {
+		return nil, err
+	}
+	return newSnapshot(data, id), nil
+}
+
+// heldRecord is an owner record this process wrote and holds: the open
+// read-write descriptor (which carries the OFD lock, so the kernel vouches
+// for us while it is open) and the identity of the bytes we wrote.
+type heldRecord struct {
+	name string
+	f    *os.File
+	id   exactfs.Identity
+	data []byte
+	rec  *Record
+}
+
+// createRecord takes name with an exclusive create and writes rec into it.
+//
+// The OFD lock is taken on the creating descriptor before any byte is
+// written: a record that carries our kernel evidence fields is then never
+// visible without the lock that backs them. If the write fails, the record
+// is retracted only while the creating descriptor is still open and the
+// pathname still names that same inode (SPEC §4.2): after a fault the
+// pathname may already belong to a successor, which must keep it.
+//
+// An EEXIST from the create comes back unchanged so callers can tell
+// contention from failure.
+func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
+	f, err := l.dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, created, err := exactfs.CaptureFile(f)
+	if err == nil {
+		err = ofdLock(f)
+	}
+	data := rec.Encode()
+	if err == nil {
+		hook.Fire(HookOwnerRecordWrite, l.path(name))
+		err = fault(HookOwnerRecordWrite, l.path(name))
+	}
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
+	var id exactfs.Identity
+	if err == nil {
+		var got []byte
+		got, id, err = exactfs.CaptureFile(f)
+		if err == nil && !bytes.Equal(got, data) {
+			err = fmt.Errorf("owner record %s did not land as written", l.path(name))
+		}
+	}
+	if err != nil {
+		if rerr := l.retract(name, f, created); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("and its retraction failed: %w", rerr))
+		}
+		f.Close()
+		return nil, err
+	}
+	return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
+}
+
+// retract removes the record a failed write left, and only that record: f
+// is still open on it (so its inode cannot have been recycled for a
+// successor), and a fresh capture of the pathname must be that inode.
+// Anything short of that proof leaves the pathname to the stale protocol.
+func (l *locker) retract(name string, f *os.File, created exactfs.Identity) error {
+	_, still, err := exactfs.CaptureFile(f)
+	if err != nil || !still.SameInode(created) {
+		return nil
+	}
+	cur, err := l.capture(name)
+	if err != nil || !cur.id.SameInode(created) {
+		return nil
+	}
+	err = l.dir.UnlinkExact(name, cur.id, quarantineName())
+	if errors.Is(err, exactfs.ErrNotFound) || errors.Is(err, exactfs.ErrIdentityMismatch) {
+		return nil
+	}
+	return err
+}
+
+// quarantineName is the private name exact unlink detaches an owner record
+// to; TypeScript peers skip it when they scan the directory (SPEC §2.7).
+func quarantineName() string {
+	return ".gjc-delete-session-state-lock-" + exactfs.NewUUID() + ".json"
+}
+
+// reuseTombstone takes a released record in place: the next owner reuses
+// the inode (SPEC §4.1). It opens the pathname read-write without following
+// links, takes the OFD lock first (a conflict means some exactfs process
+// holds the inode right now), proves through the same descriptor that the
+// bytes are still exactly the tombstone that was judged, and rewrites.
+func (l *locker) reuseTombstone(name string, judged *snapshot, rec *Record) (*heldRecord, error) {
+	f, err := l.dir.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ofdLock(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	data := rec.Encode()
+	id, err := l.rewrite(name, f, judged.id, judged.data, data)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
+}
+
+// errRecordChanged means the record at a name is no longer the one a
+// decision was made from; whatever is there now is left alone.
+var errRecordChanged = errors.New("owner record changed")
+
+// rewrite replaces the bytes of the record f is open on, in place: the
+// bytes and identity read through f must equal want; truncate, write,
+// truncate to length; then the pathname must still name the same inode with
+// exactly the new bytes (SPEC §4.2). A write that fails half way puts the
+// old bytes back through the same descriptor.
+//
+// There is deliberately no fsync: see the package documentation.
+func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte) (exactfs.Identity, error) {
+	_, cur, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !sameRecord(cur, want) {
+		return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
+	}
+	if err := writeAll(f, data); err != nil {
+		if rerr := writeAll(f, old); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
+		}
+		return exactfs.Identity{}, err
+	}
+	got, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !bytes.Equal(got, data) {
+		return exactfs.Identity{}, fmt.Errorf("%w during rewrite: %s", errRecordChanged, l.path(name))
+	}
+	at, err := l.capture(name)
+	if err != nil {
+		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	if !at.id.SameInode(id) || !bytes.Equal(at.data, data) {
+		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+	}
+	return at.id, nil
+}
+
+func writeAll(f *os.File, data []byte) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(data)))
+}

@@ -1,0 +1,44 @@
+package statelock
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+)
+
+// Update is the read-modify-write helper of SPEC §4.6: lock stateFile; read
+// it (nil when absent); call fn; if fn fails, leave the file untouched;
+// otherwise replace it atomically and durably (exactfs WriteFile: a staged
+// file, fsync, rename, fsync of the directory; mode 0600); release.
+//
+// A process killed at any instant leaves the state file with the old bytes
+// or the new ones, and a lock that the next caller reclaims at once (its
+// owner is provably dead). Concurrent Updates, from any number of processes
+// and from TypeScript peers running the reference lock, lose no update. If
+// the read, fn or the write fails and the release fails too, both errors
+// are returned (errors.Join).
+func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
+	h, err := Lock(ctx, stateFile, opts...)
+	if err != nil {
+		return err
+	}
+	opErr := h.update(fn)
+	return errors.Join(opErr, h.Unlock())
+}
+
+func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
+	d, name := h.l.dir, h.l.base
+	old, _, err := d.Capture(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		old, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	_, err = d.WriteFile(name, next, 0o600)
+	return err
+}
