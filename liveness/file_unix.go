@@ -3,6 +3,7 @@
 package liveness
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,7 +15,11 @@ import (
 const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 func openSecretNoFollow(file string) (*os.File, error) {
-	return os.OpenFile(file, os.O_RDONLY|openNoFollow, 0)
+	f, err := os.OpenFile(file, os.O_RDONLY|openNoFollow, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, which is never followed; replace it with the secret file itself: %w", file, err)
+	}
+	return f, err
 }
 
 func checkConfigRootMode(dir string, fi fs.FileInfo) error {

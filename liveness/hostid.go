@@ -167,7 +167,7 @@ func loadSecret(configRoot string) ([]byte, error) {
 		return nil, err
 	}
 	file := filepath.Join(configRoot, SecretFileName)
-	for {
+	for range createAttempts {
 		secret, err := readSecretRetrying(file)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return secret, err
@@ -179,7 +179,13 @@ func loadSecret(configRoot string) ([]byte, error) {
 		// Another process linked its secret first; the loop reads the
 		// winner's, so every creator ends up with the same one.
 	}
+	return nil, fmt.Errorf("liveness: installation secret %s keeps appearing and vanishing; is something deleting it?", file)
 }
+
+// createAttempts bounds the read-or-create loop. A second round happens
+// only when another creator won the link race; more than a few mean the
+// winner's secret is being deleted as fast as it appears.
+const createAttempts = 8
 
 // ensureConfigRoot creates the config root owner-only. An existing directory
 // that other users may write to is refused rather than repaired: whoever can
