@@ -1,0 +1,112 @@
+package liveness
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() { helpers["evidence"] = helperEvidence }
+
+// helperEvidence prints Self() as JSON: the record a process would write.
+func helperEvidence() int {
+	e, err := Self()
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	json.NewEncoder(os.Stdout).Encode(e)
+	return 0
+}
+
+// evidenceUnder runs the evidence helper under unshare(1) with args, and
+// returns what it recorded about itself. With a shell script, the helper is
+// "$0".
+func evidenceUnder(t *testing.T, shell string, unshareArgs ...string) Evidence {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create namespaces")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1) from util-linux")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append(unshareArgs, exe, "-test.run=^$")
+	if shell != "" {
+		args = append(unshareArgs, "sh", "-c", shell, exe)
+	}
+	cmd := exec.CommandContext(ctx, unshare, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"=evidence")
+	out, err := cmd.Output()
+	if err != nil {
+		if s := stderrOf(err); strings.Contains(s, "Operation not permitted") || strings.Contains(s, "Permission denied") {
+			t.Skipf("cannot create namespaces here: %s", s)
+		}
+		t.Fatalf("unshare %v: %v\n%s", args, err, stderrOf(err))
+	}
+	var e Evidence
+	if err := json.Unmarshal(out, &e); err != nil {
+		t.Fatalf("helper printed %q: %v", out, err)
+	}
+	return e
+}
+
+// TestVerdictRecordFromEarlierBoot: a process that saw another boot id (a
+// fake boot_id bind-mounted in a private mount namespace, as after a
+// reboot) wrote a record; its pid is live here, yet the record is dead.
+func TestVerdictRecordFromEarlierBoot(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "boot_id")
+	const fakeID = "11111111-2222-4333-8444-555555555555"
+	if err := os.WriteFile(fake, []byte(fakeID+"\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BOOT_ID_FILE", fake)
+	e := evidenceUnder(t, `mount --bind "$BOOT_ID_FILE" /proc/sys/kernel/random/boot_id && exec "$0" -test.run='^$'`,
+		"--mount", "--propagation", "private")
+	if e.BootID != fakeID {
+		t.Fatalf("the helper recorded boot id %q, want the bind-mounted %q", e.BootID, fakeID)
+	}
+	// The record names a live pid with its true start time: only the boot
+	// id can prove it dead.
+	o := ownerOf(t, startSleeper(t).Process.Pid)
+	o.BootID = e.BootID
+	expect(t, judge(o), Dead, "boot differs")
+	if cur, _ := BootID(); cur == fakeID {
+		t.Fatal("the bind mount leaked out of the private mount namespace")
+	}
+}
+
+// TestVerdictRecordFromOtherPidNamespace: a process in a container (a new
+// pid namespace) wrote a record naming itself as pid 1. Pid 1 is alive
+// here too, and its own pid may be free here: neither says anything about
+// the container's process.
+func TestVerdictRecordFromOtherPidNamespace(t *testing.T) {
+	e := evidenceUnder(t, "", "--pid", "--fork", "--mount-proc")
+	if e.Pid != 1 || e.PidNS == 0 {
+		t.Fatalf("helper evidence %+v: want pid 1 with a pid namespace", e)
+	}
+	ours, err := PidNS(os.Getpid())
+	if err != nil || ours == e.PidNS {
+		t.Fatalf("our pid namespace %d (%v) equals the helper's %d", ours, err, e.PidNS)
+	}
+	expect(t, judge(e.Owner(testHost.ID)), Unknown, "other pid namespace")
+	// The same record without its namespace (as a TypeScript peer writes
+	// it) is judged by our pid 1, whose start time differs: this is the
+	// ambiguity the pid_ns field exists to remove.
+	legacy := e.Owner(testHost.ID)
+	legacy.PidNS = 0
+	if got := judge(legacy); got.Verdict == Unknown {
+		t.Fatalf("without pid_ns the record was %v; the test premise does not hold", got)
+	}
+}
