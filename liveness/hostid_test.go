@@ -143,7 +143,7 @@ func helperSecret() int {
 
 func TestConcurrentCreatorsAgree(t *testing.T) {
 	const creators = 8
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 3; round++ {
 		root := filepath.Join(t.TempDir(), "cfg")
 		start := time.Now().Add(300 * time.Millisecond).Format(time.RFC3339Nano)
 		type result struct {

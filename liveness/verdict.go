@@ -77,8 +77,9 @@ func (e Evidence) Owner(hostID string) Owner {
 }
 
 // Prober is the set of system probes a Judge uses. Tests substitute it to
-// make the kernel answer what a race or another user would make it answer;
-// embed System to override only some probes.
+// make the kernel answer what a race or another user would make it answer.
+// Embed System and override only the probes of interest: methods may be
+// added to this interface, and an embedded System keeps them real.
 type Prober interface {
 	// Signal performs kill(pid, 0) and returns its error, which wraps the
 	// errno (syscall.ESRCH, syscall.EPERM, ...).
@@ -150,8 +151,24 @@ func dead(reason string) Judgement    { return Judgement{Dead, reason} }
 func alive(reason string) Judgement   { return Judgement{Alive, reason} }
 func unknown(reason string) Judgement { return Judgement{Unknown, reason} }
 
-// Judge returns the verdict for o. The rules run in the order below; the
-// first that decides wins. Dead is returned only when a probe proved it.
+// Judge returns the verdict for o. The rules run in this order, and the
+// first that decides wins:
+//
+//  1. no host id in the record: Alive, unless HostLocal;
+//  2. a host id that is neither Host.ID nor Host.LegacyID: Alive;
+//  3. a pid that is not a single process id (<= 0, beyond pid_t): Unknown;
+//  4. a recorded boot id other than the current one: Dead;
+//  5. a recorded pid namespace other than ours, or ours unreadable: Unknown;
+//  6. kill(pid, 0): ESRCH is Dead, EPERM means the pid exists (go on),
+//     any other error is Unknown;
+//  7. the pid is a zombie: Dead;
+//  8. a recorded pidfd inode other than the live one: Dead;
+//  9. a recorded start time other than the live one read in the same
+//     format: Dead;
+//  10. otherwise Alive (the start time matches, or it is "unknown",
+//     unreadable, without a format or in a format this host cannot read).
+//
+// Dead is returned only when a probe proved it.
 func (j *Judge) Judge(o Owner) Judgement {
 	p := j.probe()
 
@@ -195,13 +212,18 @@ func (j *Judge) Judge(o Owner) Judgement {
 		}
 	}
 
+	// From here on every Alive says why the pid counts as existing.
+	exists := "process exists"
 	switch err := p.Signal(o.Pid); {
 	case err == nil:
 	case errors.Is(err, syscall.ESRCH):
 		return dead("no such process (ESRCH)")
 	case errors.Is(err, syscall.EPERM):
-		// The process exists; it belongs to another user or sandbox.
-		return alive("EPERM: process exists under another user")
+		// The pid exists under another user or sandbox. That is not proof
+		// that it is still our owner: a reused pid can belong to anyone,
+		// so the identity checks below still run (they need no signal
+		// permission), as the TypeScript peers run their start time check.
+		exists = "EPERM: process exists under another user"
 	default:
 		return unknown("kill(pid, 0) failed: " + err.Error())
 	}
@@ -216,13 +238,11 @@ func (j *Judge) Judge(o Owner) Judgement {
 	// inode at the recorded pid proves the pid was reused, even when the new
 	// process got the same start time (10 ms ticks make that common). An
 	// equal inode is not taken as proof of life: the record may predate a
-	// reboot it does not record, so the start time still gets its say.
+	// reboot it does not record, so the start time still gets its say. A
+	// failed pidfd_open, even ESRCH, is no evidence: kill(pid, 0) is the
+	// one probe of existence, and a probe that contradicts it means a race.
 	if o.PidfdIno != 0 {
-		ino, err := p.PidfdIno(o.Pid)
-		switch {
-		case errors.Is(err, syscall.ESRCH):
-			return dead("no such process (pidfd_open: ESRCH)")
-		case err == nil && ino != 0 && ino != o.PidfdIno:
+		if ino, err := p.PidfdIno(o.Pid); err == nil && ino != 0 && ino != o.PidfdIno {
 			return dead("pid reused: pidfd inode differs")
 		}
 	}
@@ -232,18 +252,18 @@ func (j *Judge) Judge(o Owner) Judgement {
 	// host cannot read leave the pid's owner possibly alive.
 	switch {
 	case o.StartTime == "" || o.StartTime == UnknownStartTime:
-		return alive("process exists; start time unknown")
+		return alive(exists + "; start time unknown")
 	case o.StartTimeFormat == "":
-		return alive("process exists; start time has no format")
+		return alive(exists + "; start time has no format")
 	case o.StartTimeFormat != FormatLinuxProc && o.StartTimeFormat != FormatPsUTC:
-		return alive("process exists; start time format " + o.StartTimeFormat + " not understood")
+		return alive(exists + "; start time format " + o.StartTimeFormat + " not understood")
 	}
 	cur, err := p.StartTime(o.Pid, o.StartTimeFormat)
 	if err != nil {
-		return alive("process exists; start time unreadable")
+		return alive(exists + "; start time unreadable")
 	}
 	if cur != o.StartTime {
 		return dead("pid reused: start time differs")
 	}
-	return alive("process exists; start time matches")
+	return alive(exists + "; start time matches")
 }

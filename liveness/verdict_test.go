@@ -104,6 +104,13 @@ func TestJudgeRules(t *testing.T) {
 			notCalled: []string{"signal"}},
 		{name: "ESRCH", probe: esrch, want: Dead, reason: "no such process (ESRCH)"},
 		{name: "EPERM", probe: func(p *fakeProbe) { p.signal = syscall.EPERM }, want: Alive, reason: "EPERM"},
+		{name: "EPERM, state unreadable", probe: func(p *fakeProbe) {
+			p.signal, p.zombieErr, p.inoErr, p.startErr = syscall.EPERM, syscall.EACCES, syscall.ESRCH, syscall.EACCES
+			p.ino, p.start = 0, ""
+		}, want: Alive, reason: "EPERM"},
+		{name: "EPERM, zombie", probe: func(p *fakeProbe) { p.signal = syscall.EPERM; p.zombie = true }, want: Dead, reason: "zombie"},
+		{name: "EPERM, pid reused by another user", probe: func(p *fakeProbe) { p.signal = syscall.EPERM; p.start = "101"; p.ino = 8 },
+			want: Dead, reason: "pid reused"},
 		{name: "EIO", probe: func(p *fakeProbe) { p.signal = syscall.EIO }, want: Unknown,
 			notCalled: []string{"zombie", "start"}},
 		{name: "wrapped ESRCH", probe: func(p *fakeProbe) { p.signal = &fakeSyscallErr{syscall.ESRCH} }, want: Dead},
@@ -122,7 +129,7 @@ func TestJudgeRules(t *testing.T) {
 			probe: func(p *fakeProbe) { p.ns = 10 }, want: Alive, notCalled: []string{"pidns"}},
 		{name: "pidfd inode differs, same start time", probe: func(p *fakeProbe) { p.ino = 8 }, want: Dead,
 			reason: "pidfd inode differs"},
-		{name: "pidfd ESRCH", probe: func(p *fakeProbe) { p.ino = 0; p.inoErr = syscall.ESRCH }, want: Dead},
+		{name: "pidfd ESRCH contradicting kill", probe: func(p *fakeProbe) { p.ino = 0; p.inoErr = syscall.ESRCH }, want: Alive},
 		{name: "pidfd unsupported here", probe: func(p *fakeProbe) { p.ino = 0 }, want: Alive},
 		{name: "pidfd error", probe: func(p *fakeProbe) { p.ino = 0; p.inoErr = syscall.EMFILE }, want: Alive},
 		{name: "pidfd equal but start time differs", probe: func(p *fakeProbe) { p.start = "101" }, want: Dead,
