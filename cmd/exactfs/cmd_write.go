@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+
+	"github.com/exactfs/exactfs"
+)
+
+type writeOptions struct {
+	noReplace bool
+	expect    string
+	mode      modeFlag
+}
+
+// modeFlag is an octal permission flag that remembers whether it was given.
+type modeFlag struct {
+	perm fs.FileMode
+	set  bool
+}
+
+func (m *modeFlag) String() string {
+	if m == nil || !m.set {
+		return ""
+	}
+	return fmt.Sprintf("%04o", m.perm)
+}
+
+func (m *modeFlag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o777 {
+		return fmt.Errorf("want octal permission bits such as 0600, got %q", s)
+	}
+	m.perm, m.set = fs.FileMode(v), true
+	return nil
+}
+
+func init() {
+	register(&command{
+		name:    "write",
+		summary: "replace a file atomically and durably with stdin (or create it, or compare-and-swap)",
+		usage:   "write [--no-replace | --expect ID] [--mode MODE] PATH",
+		help: `Write stdin to PATH so that PATH always holds either the old bytes or all of
+the new ones, even across a crash or power cut: the data is staged under a
+private name beside PATH, fsynced, renamed into place, and the directory is
+fsynced. On success the identity of the new file is printed on stdout, ready
+for a later --expect.
+
+Modes:
+  (default)       replace PATH, or create it
+  --no-replace    create PATH; if anything is there, change nothing (exit 76)
+  --expect ID     replace PATH only if it is exactly ID from 'exactfs stat'
+                  (every field, ctime included); otherwise exit 76 and change
+                  nothing. The successor is swapped in by an atomic exchange,
+                  so PATH is never missing; it keeps the predecessor's mode.
+
+The new file's mode is --mode, else the mode of the file being replaced, else
+0600. A symlink, FIFO or directory at PATH is refused (exit 77) and left alone.
+
+Examples:
+  echo '{"n":0}' | exactfs write --no-replace counter.json
+  id=$(exactfs stat --id counter.json)
+  echo '{"n":1}' | exactfs write --expect "$id" counter.json`,
+		flags: func(fs *flagSet) any {
+			o := &writeOptions{}
+			fs.BoolVar(&o.noReplace, "no-replace", false, "create PATH, never replace it")
+			fs.StringVar(&o.expect, "expect", "", "replace PATH only if it is exactly `ID`")
+			fs.Var(&o.mode, "mode", "permission bits of the new file, octal (`MODE`, e.g. 0644)")
+			return o
+		},
+		run: runWrite,
+	})
+}
+
+func runWrite(e *env, opts any, args []string) error {
+	o := opts.(*writeOptions)
+	if len(args) != 1 {
+		return usagef("want exactly one PATH, got %d arguments", len(args))
+	}
+	if o.noReplace && o.expect != "" {
+		return usagef("--no-replace and --expect exclude each other")
+	}
+	if o.expect != "" && o.mode.set {
+		return usagef("--mode cannot be used with --expect: the new file keeps the mode of the one it replaces")
+	}
+	var want exactfs.Identity
+	if o.expect != "" {
+		var err error
+		if want, err = exactfs.ParseIdentity(o.expect); err != nil {
+			return usagef("--expect: %v", err)
+		}
+	}
+	path := args[0]
+	data, err := io.ReadAll(e.stdin)
+	if err != nil {
+		return fmt.Errorf("reading stdin: %w", err)
+	}
+	var id exactfs.Identity
+	err = withParent(path, func(d *exactfs.Dir, name string) error {
+		var err error
+		switch {
+		case o.expect != "":
+			id, err = d.ReplaceExpected(name, data, want)
+		case o.noReplace:
+			id, err = d.Publish(name, data, o.perm(d, name))
+		default:
+			id, err = d.WriteFile(name, data, o.perm(d, name))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, id.String())
+	return nil
+}
+
+// perm is the mode for a new file: as asked, else the mode of the regular
+// file being replaced (a replace should not silently change who may read
+// it), else owner-only.
+func (o *writeOptions) perm(d *exactfs.Dir, name string) fs.FileMode {
+	if o.mode.set {
+		return o.mode.perm
+	}
+	if fi, err := d.Lstat(name); err == nil && fi.Mode().IsRegular() {
+		return fi.Mode().Perm()
+	}
+	return 0o600
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/statelock"
+)
+
+// Exit statuses. 64, 74, 75, 76 and 77 follow sysexits.h where it has a
+// meaning that fits (EX_USAGE, EX_IOERR, EX_TEMPFAIL); 76 and 77 are ours
+// because a script must be able to tell "someone else's file is there" from
+// "something unsafe is there".
+const (
+	exitOK       = 0
+	exitUsage    = 64 // bad flags or arguments
+	exitIO       = 74 // any other failure: I/O, permissions, nothing there
+	exitBusy     = 75 // the lock is held (or the wait timed out); try again later
+	exitMismatch = 76 // identity mismatch, or the destination exists: nothing was changed
+	exitUnsafe   = 77 // a symlink, FIFO, socket, device or hard link was refused: nothing was touched
+	// Shell conventions for a CMD that could not be run.
+	exitCannotExec = 126
+	exitNotFound   = 127
+)
+
+const exitCodeHelp = `Exit status:
+  0    success
+  N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
+       126 if CMD could not be executed, 127 if it was not found)
+  64   usage error
+  74   other failure (I/O error, permission denied, nothing at the path)
+  75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
+       also: the file changed while it was being read
+  76   identity mismatch or destination exists: the object is not the one
+       expected, and nothing was changed
+  77   unsafe path refused: a symlink, FIFO, socket, device, directory or
+       hard-linked file where a regular file belongs (or a file where a
+       directory belongs); nothing was read through it or changed
+`
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitStatus is the status of a child command, passed through unchanged.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// conflictError carries a busy failure whose exit status the user chose
+// with --conflict-exit-code.
+type conflictError struct {
+	err    error
+	status int
+}
+
+func (c conflictError) Error() string { return c.err.Error() }
+func (c conflictError) Unwrap() error { return c.err }
+
+// withConflictStatus makes a busy error exit with status instead of 75.
+func withConflictStatus(err error, status int) error {
+	if err == nil || status == exitBusy || exitCode(err) != exitBusy {
+		return err
+	}
+	return conflictError{err: err, status: status}
+}
+
+// exitCode maps an error to its documented exit status.
+func exitCode(err error) int {
+	var ue usageError
+	var st exitStatus
+	var le *statelock.LockError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &st):
+		return int(st)
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &le) && le.Reason == statelock.ReasonUnsafePathType:
+		return exitUnsafe
+	case isUnsafe(err):
+		return exitUnsafe
+	case errors.Is(err, statelock.ErrLocked),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, exactfs.ErrChangedDuringRead):
+		return exitBusy
+	case errors.Is(err, exactfs.ErrIdentityMismatch),
+		errors.Is(err, exactfs.ErrDestinationExists),
+		errors.Is(err, exactfs.ErrParentMismatch):
+		return exitMismatch
+	}
+	return exitIO
+}
+
+// isUnsafe reports a refusal because of what occupies a path: the codes
+// exactfs uses for a symlink, a non-regular file, a directory where a file
+// belongs, and a hard-linked file whose other name would keep its bytes.
+func isUnsafe(err error) bool {
+	return errors.Is(err, exactfs.ErrReparsePoint) ||
+		errors.Is(err, exactfs.ErrNotRegularFile) ||
+		errors.Is(err, exactfs.ErrNotDirectory) ||
+		errors.Is(err, exactfs.ErrUnsupportedEntry) ||
+		errors.Is(err, exactfs.ErrHardLinkUnsupported) ||
+		errors.Is(err, syscall.ELOOP)
+}
+
+// hintFor says what to do about err, in one line, or "".
+func hintFor(err error, code int) string {
+	var le *statelock.LockError
+	isLock := errors.As(err, &le)
+	switch {
+	case code == exitBusy && isLock:
+		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
+	case code == exitBusy:
+		return "the file changed while it was read; retry"
+	case code == exitUnsafe && isLock:
+		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
+	case code == exitUnsafe && errors.Is(err, exactfs.ErrHardLinkUnsupported):
+		return "the file has another name; remove the other hard link first, or use plain rm if that is what you mean"
+	case code == exitUnsafe:
+		return "nothing was followed or changed; exactfs only operates on regular files and directories it can prove"
+	case code == exitMismatch && errors.Is(err, exactfs.ErrDestinationExists):
+		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
+	case code == exitMismatch:
+		return "nothing was changed; run 'exactfs stat' again to see what is there now"
+	case errors.Is(err, exactfs.ErrAtomicUnavailable):
+		return "this filesystem cannot rename without replacing (NFS, some FUSE); run 'exactfs doctor' for details"
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, exactfs.ErrNotFound):
+		return "nothing is at that path"
+	case errors.Is(err, exactfs.ErrCleanupPending):
+		return "the operation is done; the residue listed above is named so that 'exactfs recover' or a reaper can prove and remove it"
+	}
+	return ""
+}

@@ -1,0 +1,187 @@
+// Package probe finds out, by trying, what the filesystem under a directory
+// supports that exactfs relies on: rename without replace, atomic exchange,
+// hard links, POSIX ACLs, open-file-description locks, and its type.
+//
+// Every probe runs on files it creates in a private subdirectory, which it
+// removes afterwards; nothing else in the directory is touched.
+package probe
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// Result is the outcome of one probe.
+type Result struct {
+	// Supported is true when the operation worked as exactfs needs it to.
+	Supported bool
+	// Detail says what happened: the errno, or how support was verified.
+	Detail string
+}
+
+// Report is what Run found.
+type Report struct {
+	Dir             string
+	FSType          string // "ext4", "nfs", ...; "unknown (0x1234)" when the magic is not known
+	Network         bool   // a network or cluster filesystem shared between hosts
+	RenameNoReplace Result
+	Exchange        Result
+	HardLink        Result
+	ACL             Result
+	OFDLock         Result
+}
+
+// Run probes the filesystem of dir. It fails only when it cannot create its
+// private subdirectory; each probe's own failure is a Result.
+func Run(dir string) (*Report, error) {
+	r := &Report{Dir: dir}
+	dfd, err := sys.OpenDir(sys.AtCWD, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer sys.Close(dfd)
+	name := fmt.Sprintf(".exactfs-doctor-%d-%x", os.Getpid(), randomWord())
+	if err := sys.Mkdir(dfd, name, 0o700); err != nil {
+		return nil, fmt.Errorf("create a probe directory in %s: %w", dir, err)
+	}
+	tfd, err := sys.OpenDir(dfd, name)
+	if err != nil {
+		sys.Rmdir(dfd, name)
+		return nil, fmt.Errorf("open the probe directory %s in %s: %w", name, dir, err)
+	}
+	created := map[string]bool{}
+	defer func() {
+		for n := range created {
+			sys.Unlink(tfd, n)
+		}
+		sys.Close(tfd)
+		sys.Rmdir(dfd, name)
+	}()
+	mk := func(n, content string) error {
+		fd, err := sys.Open(tfd, n, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		created[n] = true
+		defer sys.Close(fd)
+		return sys.Write(fd, []byte(content))
+	}
+	r.FSType, r.Network = fsType(tfd)
+	if err := mk("a", "a"); err != nil {
+		return nil, fmt.Errorf("create a probe file in %s: %w", dir, err)
+	}
+	if err := mk("b", "b"); err != nil {
+		return nil, fmt.Errorf("create a probe file in %s: %w", dir, err)
+	}
+
+	// Rename without replace must move to a free name and refuse an existing
+	// destination. The VFS itself answers EEXIST for an existing destination
+	// on some filesystems that reject the flag (FUSE), so the free name is
+	// tried first.
+	src := "a"
+	switch err := sys.RenameNoReplace(tfd, "a", tfd, "c"); {
+	case err != nil:
+		r.RenameNoReplace = Result{false, errnoText(err)}
+	default:
+		delete(created, "a")
+		created["c"] = true
+		src = "c"
+		switch err := sys.RenameNoReplace(tfd, "c", tfd, "b"); {
+		case errors.Is(err, syscall.EEXIST):
+			r.RenameNoReplace = Result{true, "renames to a free name, refuses an existing destination (EEXIST)"}
+		case err == nil:
+			delete(created, "c")
+			src = "b"
+			r.RenameNoReplace = Result{false, "DANGER: the rename replaced an existing file despite the no-replace flag"}
+		default:
+			r.RenameNoReplace = Result{false, "renamed to a free name, but failed on an existing destination: " + errnoText(err)}
+		}
+	}
+
+	// Exchange must swap the two names' contents: src holds "a", b holds "b".
+	if src == "b" {
+		r.Exchange = Result{false, "not probed: the no-replace rename destroyed a probe file"}
+	} else if err := sys.Exchange(tfd, src, tfd, "b"); err != nil {
+		r.Exchange = Result{false, errnoText(err)}
+	} else if got := readSmall(tfd, "b"); got != "a" {
+		r.Exchange = Result{false, fmt.Sprintf("the exchange returned success but %q holds %q", "b", got)}
+	} else {
+		r.Exchange = Result{true, "swaps two names atomically"}
+	}
+
+	// A hard link must name the same inode. exactfs checks that after a
+	// link, so a filesystem that reports it wrongly fails its fallback too.
+	if err := sys.Link(tfd, "b", tfd, "d"); err != nil {
+		r.HardLink = Result{false, errnoText(err)}
+	} else {
+		created["d"] = true
+		sb, err1 := sys.Lstat(tfd, "b")
+		sd, err2 := sys.Lstat(tfd, "d")
+		switch {
+		case err1 != nil || err2 != nil:
+			r.HardLink = Result{false, "link(2) succeeded but the names cannot be examined"}
+		case sb.Dev != sd.Dev || sb.Ino != sd.Ino:
+			r.HardLink = Result{false, fmt.Sprintf("link(2) succeeded but the two names report different inodes (%d, %d)", sb.Ino, sd.Ino)}
+		case sb.Nlink != 2:
+			r.HardLink = Result{true, fmt.Sprintf("link(2) works, but the filesystem reports a link count of %d instead of 2", sb.Nlink)}
+		default:
+			r.HardLink = Result{true, "link(2) works (the publish fallback where rename flags are missing)"}
+		}
+	}
+
+	fd, err := sys.Open(tfd, "b", os.O_RDWR, 0)
+	if err != nil {
+		r.ACL = Result{false, "could not open the probe file: " + errnoText(err)}
+		r.OFDLock = r.ACL
+		return r, nil
+	}
+	defer sys.Close(fd)
+	r.ACL = probeACL(fd)
+	fd2, err := sys.Open(tfd, "b", os.O_RDWR, 0)
+	if err != nil {
+		r.OFDLock = Result{false, "could not open the probe file twice: " + errnoText(err)}
+		return r, nil
+	}
+	defer sys.Close(fd2)
+	r.OFDLock = probeOFD(fd, fd2)
+	return r, nil
+}
+
+func readSmall(dirfd int, name string) string {
+	fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
+	if err != nil {
+		return ""
+	}
+	defer sys.Close(fd)
+	buf := make([]byte, 16)
+	n, _ := sys.Pread(fd, buf, 0)
+	return string(buf[:max(n, 0)])
+}
+
+func randomWord() uint32 {
+	var b [4]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint32(b[:])
+}
+
+// errnoText names the errno inside err and what it means here.
+func errnoText(err error) string {
+	var en syscall.Errno
+	switch {
+	case errors.Is(err, sys.ErrUnsupported):
+		return "unsupported on this platform (exactfs fails closed)"
+	case errors.As(err, &en) && (en == syscall.EINVAL || en == syscall.ENOSYS):
+		return fmt.Sprintf("%s (%v): the filesystem or kernel does not support it", errnoName(en), en)
+	case errors.As(err, &en) && isNotSupported(en):
+		return fmt.Sprintf("%s (%v): not supported by this filesystem", errnoName(en), en)
+	case errors.As(err, &en):
+		return fmt.Sprintf("%s (%v)", errnoName(en), en)
+	}
+	return err.Error()
+}
