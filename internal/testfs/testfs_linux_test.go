@@ -130,8 +130,10 @@ func TestLoop(t *testing.T) {
 
 // TestShutdownCutsPower proves the harness really loses what a power cut
 // loses, and only that: after a sync baseline, a file written and fsynced
-// (with its directory) survives Shutdown+Remount with its bytes, and a file
-// created and written afterwards without any fsync is gone. Without the
+// (with its directory) survives Shutdown+Remount with its bytes; a file
+// written without fsync, then renamed and its directory fsynced, survives
+// empty; and a file created and written afterwards without any fsync is
+// gone. Without the
 // second half, a power-cut test of exactfs could pass against a harness
 // that quietly flushed everything.
 func TestShutdownCutsPower(t *testing.T) {
@@ -158,6 +160,17 @@ func TestShutdownCutsPower(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
+			// The classic bug: data not fsynced before the rename that
+			// publishes it, and the rename made durable by a directory
+			// fsync. The name survives the cut, the bytes do not.
+			staged := filepath.Join(mnt, "staged")
+			renamed := filepath.Join(mnt, "renamed")
+			if err := os.WriteFile(staged, []byte("no fsync before rename"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(staged, renamed); err != nil {
+				t.Fatal(err)
+			}
 			d, err := os.Open(mnt)
 			if err != nil {
 				t.Fatal(err)
@@ -186,6 +199,9 @@ func TestShutdownCutsPower(t *testing.T) {
 			if _, err := os.Lstat(unsynced); !errors.Is(err, os.ErrNotExist) {
 				b, _ := os.ReadFile(unsynced)
 				t.Errorf("unsynced file survived the power cut (lstat err %v, bytes %q): the harness does not cut power", err, b)
+			}
+			if b, err := os.ReadFile(renamed); err != nil || len(b) != 0 {
+				t.Errorf("file renamed without a data fsync after remount: %q, %v; want present and empty (so a missing fsync is caught)", b, err)
 			}
 			writeRead(t, mnt) // mounted read-write again
 		})
@@ -244,5 +260,37 @@ func TestUnshare(t *testing.T) {
 	out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "echo $$").CombinedOutput()
 	if err != nil || string(bytes.TrimSpace(out)) != "1" {
 		t.Fatalf("shell in a new pid namespace has pid %q (%v), want 1", out, err)
+	}
+}
+
+// TestRemountCycles repeats shutdown and remount, with other loop mounts
+// coming and going, and checks that every remount gives a working
+// filesystem (see waitLoopDetached).
+func TestRemountCycles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mk   func(testing.TB, int) string
+	}{
+		{"xfs", LoopXFS},
+		{"ext4", LoopExt4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt := tc.mk(t, 64)
+			for i := 0; i < 6; i++ {
+				p := filepath.Join(mnt, "f")
+				if err := os.WriteFile(p, []byte{byte(i)}, 0o600); err != nil {
+					t.Fatalf("cycle %d: %v", i, err)
+				}
+				unix.Sync()
+				Shutdown(t, mnt)
+				if i%2 == 0 {
+					tc.mk(t, 1) // another loop device in use meanwhile
+				}
+				Remount(t, mnt)
+				if b, err := os.ReadFile(p); err != nil || len(b) != 1 || b[0] != byte(i) {
+					t.Fatalf("cycle %d: after remount %v, %v", i, b, err)
+				}
+			}
+		})
 	}
 }
