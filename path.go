@@ -141,7 +141,14 @@ func resolve(op string, start *Dir, name string) (handle, string, error) {
 		}
 		h = handle{fd: fd, owned: true}
 	default:
-		h = handle{fd: sys.AtCWD}
+		// Bind the whole walk to one directory: AT_FDCWD would be re-read
+		// at every step (another goroutine may chdir), and a parent handle
+		// of AT_FDCWD cannot be fsynced.
+		fd, err := sys.OpenDir(sys.AtCWD, ".")
+		if err != nil {
+			return handle{}, "", wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
 	}
 	p, err := walk(op, name, h, comps[:len(comps)-1])
 	if err != nil {

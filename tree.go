@@ -1,6 +1,7 @@
 package exactfs
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -248,16 +249,31 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 	defer sys.Close(fd)
 	if !replay {
 		have, err := captureTreeFD(op, path, fd)
-		if err != nil {
-			return err
+		var e *Error
+		switch {
+		case err != nil:
+			// The detached tree cannot be proved (a hard link, symlink or
+			// FIFO appeared in it): refuse, like a difference.
+			if !errors.As(err, &e) {
+				e = &Error{Op: op, Path: path, Code: CodeOf(err), Err: err}
+			}
+			if e.Detail == "" {
+				e.Detail = describe(e.Code)
+			}
+		default:
+			if diff := compareTrees(tree, have, true); diff != "" {
+				e = &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + " after the tree was detached"}
+			}
 		}
-		if diff := compareTrees(tree, have, true); diff != "" {
+		if e != nil {
 			// Put it back where it was if the name is still free.
 			if rerr := sys.RenameNoReplace(dirfd, removing, dirfd, base); rerr != nil {
-				return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Residue: []string{joinDir(path, removing)},
-					Detail: diff + " after the tree was detached; it is left at " + removing}
+				e.Residue = append(e.Residue, joinDir(path, removing))
+				e.Detail += "; the tree is left at " + removing + ": " + base + " was taken again"
+				return e
 			}
-			return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + " after the tree was detached; it was put back"}
+			e.Detail += "; nothing was removed and the tree was put back"
+			return e
 		}
 	}
 	for i := len(tree.Entries) - 1; i >= 1; i-- {

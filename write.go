@@ -40,6 +40,12 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		return nil, wrap(op, path, err)
 	}
 	s := &staged{dirfd: dirfd, name: name, fd: fd}
+	// The inode is recorded first, so that every later failure can remove
+	// the staging name while it still holds this file, and only then.
+	if s.st, err = sys.Fstat(fd); err != nil {
+		sys.Close(fd)
+		return nil, wrap(op, path, err)
+	}
 	// The file is created 0600 and only then given its mode through the
 	// descriptor: the umask cannot narrow it, and no one can open a
 	// wider-mode file before the bytes are complete.
@@ -57,10 +63,6 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		s.discard()
 		return nil, &Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err}
 	}
-	if s.st, err = sys.Fstat(fd); err != nil {
-		s.discard()
-		return nil, wrap(op, path, err)
-	}
 	return s, nil
 }
 
@@ -77,27 +79,11 @@ func (s *staged) discard() {
 	s.closeFD()
 	if st, err := sys.Lstat(s.dirfd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 		sys.Unlink(s.dirfd, s.name)
-	} else if s.st.Ino == 0 && err == nil && st.Size == 0 {
-		// Failed before the first fstat: the name is a fresh UUID that
-		// only this call could have created.
-		sys.Unlink(s.dirfd, s.name)
 	}
 }
 
 func (s *staged) residue(path string) []string {
 	return []string{joinDir(path, s.name)}
-}
-
-// identity of the staged file as it is now (its ctime moves when it is
-// renamed).
-func (s *staged) identity(data []byte) Identity {
-	st := s.st
-	if s.fd >= 0 {
-		if now, err := sys.Fstat(s.fd); err == nil {
-			st = now
-		}
-	}
-	return identityOf(st, sum256(data))
 }
 
 func syncDir(op, path string, dirfd int) error {

@@ -1,0 +1,281 @@
+//go:build linux
+
+package exactfs
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestCaptureReadsBytesAndIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	for _, data := range [][]byte{{}, []byte("x"), randBytes(100), randBytes(64 << 10), randBytes(1<<20 + 7)} {
+		putFile(t, p, data)
+		got, id, err := Capture(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) || got == nil {
+			t.Fatalf("captured %d bytes, want %d", len(got), len(data))
+		}
+		st := lstatT(t, p)
+		if id.Ino != st.Ino || id.Dev != uint64(st.Dev) || id.Size != int64(len(data)) || id.Nlink != 1 ||
+			id.MtimeNs != st.Mtim.Nano() || id.CtimeNs != st.Ctim.Nano() || id.SHA256 != sum256(data) || !id.Mode.IsRegular() {
+			t.Fatalf("identity %+v does not describe the file %+v", id, st)
+		}
+		id2, err := IdentityOf(p)
+		if err != nil || id2 != id {
+			t.Fatalf("IdentityOf = %v, %v; Capture said %v", id2, err, id)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Seek(3, 0)
+		got, id3, err := CaptureFile(f)
+		if err != nil || id3 != id || !bytes.Equal(got, data) {
+			t.Fatalf("CaptureFile = %v, %v", id3, err)
+		}
+		if off, _ := f.Seek(0, 1); off != 3 {
+			t.Fatalf("CaptureFile moved the offset to %d", off)
+		}
+		f.Close()
+	}
+}
+
+// A file that changes between the two fstats of a capture yields no bytes
+// and ErrChangedDuringRead, whatever the change.
+func TestCaptureChangedDuringRead(t *testing.T) {
+	old := bytes.Repeat([]byte("o"), 100<<10)
+	for _, tc := range []struct {
+		name   string
+		mutate func(t *testing.T, p string)
+	}{
+		{"append", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte("more"))
+			f.Close()
+		}},
+		{"truncate", func(t *testing.T, p string) {
+			if err := os.Truncate(p, 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"same size, other bytes", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt(bytes.Repeat([]byte("n"), len(old)), 0)
+			f.Close()
+		}},
+		{"same size and mtime restored", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte("N"), 5)
+			f.Close()
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f")
+			putFile(t, p, old)
+			fired := 0
+			restore := setHook(HookCaptureRead, func(string) { fired++; tc.mutate(t, p) })
+			data, id, err := Capture(p)
+			restore()
+			if fired != 1 {
+				t.Fatalf("hook fired %d times", fired)
+			}
+			wantCode(t, err, CodeChangedDuringRead)
+			if data != nil || id != (Identity{}) {
+				t.Fatalf("a failed capture returned data (%d bytes) or an identity %v", len(data), id)
+			}
+			// Once the file holds still, it is captured.
+			want, _ := os.ReadFile(p)
+			if got, _, err := Capture(p); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("capture after the change: %v", err)
+			}
+		})
+	}
+}
+
+// adversary is an object planted where a regular file is expected.
+type adversary struct {
+	name string
+	make func(t *testing.T, p string)
+	code Code // what a read or a replace of it must return
+}
+
+var adversaries = []adversary{
+	{"symlink to a file", func(t *testing.T, p string) {
+		victim := filepath.Join(filepath.Dir(p), "victim")
+		putFile(t, victim, []byte("do not touch"))
+		must(t, os.Symlink("victim", p))
+	}, CodeReparsePoint},
+	{"dangling symlink", func(t *testing.T, p string) { must(t, os.Symlink("nowhere", p)) }, CodeReparsePoint},
+	{"FIFO with no writer", func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0o600)) }, CodeNotRegularFile},
+	{"unix socket", func(t *testing.T, p string) {
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetUnlinkOnClose(false)
+		t.Cleanup(func() { l.Close() })
+	}, CodeNotRegularFile},
+	{"directory", func(t *testing.T, p string) {
+		must(t, os.Mkdir(p, 0o700))
+		putFile(t, filepath.Join(p, "inside"), []byte("keep"))
+	}, CodeNotRegularFile},
+	{"character device", func(t *testing.T, p string) {
+		if err := syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3); err != nil { // /dev/null: 1,3
+			t.Skipf("mknod needs root: %v", err)
+		}
+	}, CodeNotRegularFile},
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every operation that reads, replaces or removes a file refuses an
+// adversarial object at the path promptly, with the right code, and leaves
+// it (and whatever it points to) exactly as it was.
+func TestAdversarialPaths(t *testing.T) {
+	some := Identity{Dev: 1, Ino: 2, Nlink: 1, Mode: 0o600}
+	ops := []struct {
+		name string
+		do   func(p string) error
+		code func(a adversary) Code
+	}{
+		{"Capture", func(p string) error { _, _, err := Capture(p); return err }, nil},
+		{"IdentityOf", func(p string) error { _, err := IdentityOf(p); return err }, nil},
+		{"OpenFile", func(p string) error {
+			f, err := OpenFile(p, os.O_RDONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}, nil},
+		{"OpenFile O_RDWR|O_CREATE", func(p string) error {
+			f, err := OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}, nil},
+		{"UnlinkExact", func(p string) error { return UnlinkExact(p, some, "q") }, nil},
+		{"ReplaceExpected", func(p string) error { _, err := ReplaceExpected(p, []byte("new"), some); return err }, nil},
+		{"WriteFile", func(p string) error { _, err := WriteFile(p, []byte("new"), 0o600); return err }, nil},
+		{"Publish", func(p string) error { _, err := Publish(p, []byte("new"), 0o600); return err },
+			func(adversary) Code { return CodeDestinationExists }},
+	}
+	for _, a := range adversaries {
+		for _, op := range ops {
+			t.Run(a.name+"/"+op.name, func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, "target")
+				a.make(t, p)
+				before := snapshotDir(t, dir)
+				want := a.code
+				if op.code != nil {
+					want = op.code(a)
+				}
+				err := within(t, time.Second, func() error { return op.do(p) })
+				wantCode(t, err, want)
+				wantUnchanged(t, dir, before)
+			})
+		}
+	}
+}
+
+// within runs f in a goroutine and fails the test if it takes longer than
+// limit: an open that blocks on a FIFO would hang forever.
+func within(t *testing.T, limit time.Duration, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if d := time.Since(start); d > limit {
+			t.Fatalf("took %v, want under %v", d, limit)
+		}
+		return err
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("still blocked after %v", limit+5*time.Second)
+		return nil
+	}
+}
+
+// A symlink in any directory component is refused, even when it points to
+// the right place; so is "..", and a non-directory in a directory position.
+func TestWalkRefusesSymlinkedAncestor(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	must(t, os.MkdirAll(filepath.Join(real, "sub"), 0o700))
+	data := []byte("bytes")
+	putFile(t, filepath.Join(real, "sub", "f"), data)
+	_, id := mustCapture(t, filepath.Join(real, "sub", "f"))
+	must(t, os.Symlink("real", filepath.Join(dir, "link")))
+	must(t, os.Symlink("sub", filepath.Join(real, "sublink")))
+	must(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	before := snapshotDir(t, dir)
+
+	paths := []struct {
+		path string
+		code Code
+	}{
+		{filepath.Join(dir, "link", "sub", "f"), CodeReparsePoint},
+		{filepath.Join(real, "sublink", "f"), CodeReparsePoint},
+		{filepath.Join(dir, "fifo", "f"), CodeNotDirectory},
+		{filepath.Join(real, "sub", "f", "x"), CodeNotDirectory},
+		{real + "/sub/../sub/f", CodeInvalidRequest},
+		{"../" + filepath.Base(dir) + "/real/sub/f", CodeInvalidRequest},
+		{"", CodeInvalidRequest},
+		{real + "/sub/f\x00", CodeInvalidRequest},
+		{filepath.Join(real, "missing", "f"), CodeNotFound},
+	}
+	for _, tc := range paths {
+		for name, op := range map[string]func(p string) error{
+			"Capture":         func(p string) error { _, _, err := Capture(p); return err },
+			"UnlinkExact":     func(p string) error { return UnlinkExact(p, id, "q") },
+			"ReplaceExpected": func(p string) error { _, err := ReplaceExpected(p, []byte("x"), id); return err },
+			"WriteFile":       func(p string) error { _, err := WriteFile(p, []byte("x"), 0o600); return err },
+			"Publish":         func(p string) error { _, err := Publish(p, []byte("x"), 0o600); return err },
+			"CaptureTree":     func(p string) error { _, err := CaptureTree(p); return err },
+			"OpenDir": func(p string) error {
+				d, err := OpenDir(p)
+				if err == nil {
+					d.Close()
+				}
+				return err
+			},
+		} {
+			err := within(t, time.Second, func() error { return op(tc.path) })
+			want := tc.code
+			if CodeOf(err) != want {
+				t.Errorf("%s(%q) = %v, want %s", name, tc.path, err, want)
+			}
+		}
+	}
+	wantUnchanged(t, dir, before)
+	wantFile(t, filepath.Join(real, "sub", "f"), data, id.Ino)
+}

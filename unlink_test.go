@@ -1,0 +1,225 @@
+//go:build linux
+
+package exactfs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// unlinkModes runs a test with the exchange path and with the no-replace
+// path that filesystems without RENAME_EXCHANGE get.
+func unlinkModes(t *testing.T, dir string, f func(t *testing.T, dir string)) {
+	for _, mode := range []string{"exchange", "noreplace"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "noreplace" {
+				withHook(t, HookForceNoExchange, func(string) {})
+			}
+			sub := filepath.Join(dir, mode)
+			must(t, os.Mkdir(sub, 0o700))
+			f(t, sub)
+		})
+	}
+}
+
+func testUnlinkExactRemoves(t *testing.T, dir string) {
+	unlinkModes(t, dir, func(t *testing.T, dir string) {
+		for _, data := range [][]byte{{}, []byte("x"), randBytes(300 << 10)} {
+			p := filepath.Join(dir, "f")
+			putFile(t, p, data)
+			_, id := mustCapture(t, p)
+			if err := UnlinkExact(p, id, ".gjc-delete-q"); err != nil {
+				t.Fatal(err)
+			}
+			// No quarantine, no placeholder, nothing.
+			wantListing(t, dir)
+			wantCode(t, UnlinkExact(p, id, ".gjc-delete-q"), CodeNotFound)
+		}
+	})
+}
+
+// A file that differs from the expected identity in any way that matters
+// is kept byte- and inode-identical.
+func testUnlinkExactMismatch(t *testing.T, dir string) {
+	unlinkModes(t, dir, func(t *testing.T, dir string) {
+		for _, tc := range []struct {
+			name   string
+			change func(t *testing.T, p string)
+			code   Code
+		}{
+			{"size", func(t *testing.T, p string) {
+				f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				f.Write([]byte("+"))
+				f.Close()
+			}, CodeIdentityMismatch},
+			{"mtime", func(t *testing.T, p string) {
+				must(t, os.Chtimes(p, time.Now(), time.Now().Add(-time.Hour)))
+			}, CodeIdentityMismatch},
+			{"bytes with size and mtime restored", func(t *testing.T, p string) {
+				fi, _ := os.Stat(p)
+				f, _ := os.OpenFile(p, os.O_WRONLY, 0)
+				f.WriteAt([]byte("Z"), 3)
+				f.Close()
+				must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+				if fi2, _ := os.Stat(p); !fi2.ModTime().Equal(fi.ModTime()) || fi2.Size() != fi.Size() {
+					t.Fatal("could not restore size and mtime")
+				}
+			}, CodeIdentityMismatch},
+			{"another inode with the same bytes and mtime", func(t *testing.T, p string) {
+				fi, _ := os.Stat(p)
+				data, _ := os.ReadFile(p)
+				plant(t, p, data)
+				must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+			}, CodeIdentityMismatch},
+			{"a second hard link", func(t *testing.T, p string) {
+				must(t, os.Link(p, p+".link"))
+			}, CodeHardLinkUnsupported},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				sub := filepath.Join(dir, "m")
+				must(t, os.Mkdir(sub, 0o700))
+				defer os.RemoveAll(sub)
+				p := filepath.Join(sub, "f")
+				putFile(t, p, []byte("the original bytes"))
+				_, id := mustCapture(t, p)
+				tc.change(t, p)
+				data, _ := os.ReadFile(p)
+				before := snapshotDir(t, sub)
+				wantCode(t, UnlinkExact(p, id, "q"), tc.code)
+				wantUnchanged(t, sub, before)
+				wantFile(t, p, data, 0)
+			})
+		}
+	})
+}
+
+// A file captured while it had two links, or linked after, is refused and
+// both names keep the bytes.
+func testUnlinkExactHardLink(t *testing.T, dir string) {
+	p, q := filepath.Join(dir, "f"), filepath.Join(dir, "other-name")
+	data := []byte("linked")
+	putFile(t, p, data)
+	must(t, os.Link(p, q))
+	_, id := mustCapture(t, p)
+	ino := inode(t, p)
+	wantCode(t, UnlinkExact(p, id, "q"), CodeHardLinkUnsupported)
+	wantCode(t, UnlinkExact(q, id, "q"), CodeHardLinkUnsupported)
+	wantFile(t, p, data, ino)
+	wantFile(t, q, data, ino)
+	wantListing(t, dir, "f", "other-name")
+}
+
+// An existing quarantine name stops the unlink before anything moves, also
+// when it appears after the check.
+func testUnlinkExactQuarantineCollision(t *testing.T, dir string) {
+	unlinkModes(t, dir, func(t *testing.T, dir string) {
+		for _, late := range []bool{false, true} {
+			p, q := filepath.Join(dir, "f"), filepath.Join(dir, "q")
+			putFile(t, p, []byte("target"))
+			_, id := mustCapture(t, p)
+			mk := func(string) { putFile(t, q, []byte("someone's quarantine")) }
+			if late {
+				withHookUntil(t, HookUnlinkChecked, mk, func() {
+					wantCode(t, UnlinkExact(p, id, "q"), CodeQuarantineCollision)
+				})
+			} else {
+				mk("")
+				wantCode(t, UnlinkExact(p, id, "q"), CodeQuarantineCollision)
+			}
+			wantFile(t, p, []byte("target"), id.Ino)
+			wantFile(t, q, []byte("someone's quarantine"), 0)
+			wantListing(t, dir, "f", "q")
+			must(t, os.Remove(q))
+			must(t, os.Remove(p))
+		}
+	})
+}
+
+// A successor that takes the name between the check and the detach is put
+// back exactly: same inode, same bytes, same name, and no residue.
+func testUnlinkExactSuccessorSurvives(t *testing.T, dir string) {
+	unlinkModes(t, dir, func(t *testing.T, dir string) {
+		p := filepath.Join(dir, "f")
+		putFile(t, p, []byte("the expected file"))
+		_, id := mustCapture(t, p)
+		succ := []byte("the successor's lock")
+		var ino uint64
+		withHookUntil(t, HookUnlinkChecked, func(string) { ino = plant(t, p, succ) }, func() {
+			wantCode(t, UnlinkExact(p, id, ".gjc-delete-q"), CodeIdentityMismatch)
+		})
+		wantFile(t, p, succ, ino)
+		wantListing(t, dir, "f")
+	})
+}
+
+// A successor created at the name after the expected file was detached is
+// left alone, and the unlink of the expected file completes.
+func testUnlinkExactSuccessorAfterDetach(t *testing.T, dir string) {
+	unlinkModes(t, dir, func(t *testing.T, dir string) {
+		p := filepath.Join(dir, "f")
+		putFile(t, p, []byte("the expected file"))
+		_, id := mustCapture(t, p)
+		succ := []byte("the successor")
+		var ino uint64
+		withHookUntil(t, HookUnlinkDetached, func(string) { ino = plant(t, p, succ) }, func() {
+			if err := UnlinkExact(p, id, ".gjc-delete-q"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wantFile(t, p, succ, ino)
+		wantListing(t, dir, "f")
+	})
+}
+
+// A parent directory swapped for a symlink after the identity was captured
+// stops the walk: nothing is removed, neither at the symlink's target nor
+// the symlink.
+func testUnlinkExactParentSwapped(t *testing.T, dir string) {
+	sub := filepath.Join(dir, "sub")
+	must(t, os.Mkdir(sub, 0o700))
+	p := filepath.Join(sub, "f")
+	data := []byte("keep me")
+	putFile(t, p, data)
+	_, id := mustCapture(t, p)
+	must(t, os.Rename(sub, filepath.Join(dir, "moved")))
+	must(t, os.Symlink("moved", sub))
+	before := snapshotDir(t, dir)
+	wantCode(t, UnlinkExact(p, id, "q"), CodeReparsePoint)
+	wantUnchanged(t, dir, before)
+	wantFile(t, filepath.Join(dir, "moved", "f"), data, id.Ino)
+}
+
+// An invalid quarantine name is refused before anything is touched.
+func testUnlinkExactInvalidQuarantine(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	putFile(t, p, []byte("x"))
+	_, id := mustCapture(t, p)
+	for _, q := range []string{"", ".", "..", "a/b", "f", "q\x00"} {
+		wantCode(t, UnlinkExact(p, id, q), CodeInvalidRequest)
+	}
+	wantFile(t, p, []byte("x"), id.Ino)
+}
+
+// Dir.UnlinkExact works beneath the directory it is bound to, even after the
+// directory's path was renamed.
+func testDirUnlinkExact(t *testing.T, dir string) {
+	sub := filepath.Join(dir, "sub")
+	must(t, os.Mkdir(sub, 0o700))
+	putFile(t, filepath.Join(sub, "f"), []byte("x"))
+	d, err := OpenDir(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, id, err := d.Capture("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Rename(sub, filepath.Join(dir, "renamed")))
+	if err := d.UnlinkExact("f", id, "q"); err != nil {
+		t.Fatal(err)
+	}
+	wantListing(t, filepath.Join(dir, "renamed"))
+}
