@@ -49,9 +49,10 @@ var self = sync.OnceValues(collectSelf)
 // Self returns the evidence for the calling process. Evidence that cannot be
 // read is left at its "not available" value (start time UnknownStartTime),
 // as the TypeScript peers do, because failing every lock call on a host
-// without /proc would be worse than a weaker record. It fails only where the
-// platform has no notion of the evidence at all. The result is computed once
-// per process.
+// without /proc would be worse than a weaker record. Where the platform has
+// no notion of the evidence at all (Windows), it returns the pid and
+// UnknownStartTime with an error matching errors.ErrUnsupported. The result
+// is computed once per process.
 func Self() (Evidence, error) {
 	return self()
 }

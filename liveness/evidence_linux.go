@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,8 +37,45 @@ func procMounted() bool {
 	return err == nil
 }
 
+// procPath returns /proc/<pid>/<name>, or an error when /proc does not
+// number processes the way our pid namespace does.
+//
+// A process in a new pid namespace that kept its parent's /proc (unshare
+// --pid without remounting /proc, some sandboxes) sees pids of its own
+// namespace in kill(2) but of another namespace in /proc: /proc/1 is then
+// not our pid 1. Reading another process's start time there and calling
+// the mismatch "reused" would steal live locks, so such a /proc is not
+// used for other processes at all. /proc/self always names the caller.
+func procPath(pid int, name string) (string, error) {
+	if pid == os.Getpid() {
+		return "/proc/self/" + name, nil
+	}
+	if !procIsOurs() {
+		return "", errForeignProc
+	}
+	return "/proc/" + strconv.Itoa(pid) + "/" + name, nil
+}
+
+var errForeignProc = errors.New("liveness: /proc belongs to another pid namespace than this process")
+
+// procIsOurs reports whether /proc numbers processes in our pid namespace:
+// the pid it shows for /proc/self is the one getpid returns. The answer
+// cannot change for the life of the process unless /proc is remounted.
+var procIsOurs = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return false
+	}
+	pid, _, _ := strings.Cut(string(b), " ")
+	return pid == strconv.Itoa(os.Getpid())
+})
+
 func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	path, err := procPath(pid, "stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return procStat{}, err
 	}
@@ -101,7 +139,11 @@ func pidfdIno(pid int) (uint64, error) {
 }
 
 func pidNS(pid int) (uint64, error) {
-	fi, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	path, err := procPath(pid, "ns/pid")
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0, err
 	}
@@ -124,6 +166,11 @@ func signal0(pid int) error {
 // the other threads of a process that exited are released at once; so the
 // process is a zombie only if no task besides the leader remains.
 func zombie(pid int) (bool, error) {
+	if pid == os.Getpid() {
+		// The caller is running, so it is not a zombie; and through
+		// /proc/self the task names below could be another namespace's.
+		return false, nil
+	}
 	st, err := readProcStat(pid)
 	if err != nil {
 		return false, err
@@ -131,7 +178,11 @@ func zombie(pid int) (bool, error) {
 	if st.State != 'Z' && st.State != 'X' {
 		return false, nil
 	}
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	path, err := procPath(pid, "task")
+	if err != nil {
+		return false, err
+	}
+	tasks, err := os.ReadDir(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			// The leader was reaped between the two reads: gone either way.
@@ -139,9 +190,9 @@ func zombie(pid int) (bool, error) {
 		}
 		return false, err
 	}
-	self := strconv.Itoa(pid)
+	leader := strconv.Itoa(pid)
 	for _, t := range tasks {
-		if t.Name() != self {
+		if t.Name() != leader {
 			return false, nil
 		}
 	}

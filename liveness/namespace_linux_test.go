@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-func init() { helpers["evidence"] = helperEvidence }
+func init() {
+	helpers["evidence"] = helperEvidence
+	helpers["foreignproc"] = helperForeignProc
+}
 
 // helperEvidence prints Self() as JSON: the record a process would write.
 func helperEvidence() int {
@@ -108,5 +112,96 @@ func TestVerdictRecordFromOtherPidNamespace(t *testing.T) {
 	legacy.PidNS = 0
 	if got := judge(legacy); got.Verdict == Unknown {
 		t.Fatalf("without pid_ns the record was %v; the test premise does not hold", got)
+	}
+}
+
+type foreignProcReport struct {
+	Pid           int
+	ProcIsOurs    bool
+	Self          Evidence
+	SelfStatStart string // field 22 of /proc/self/stat, read naively
+	SelfNSLink    string // readlink /proc/self/ns/pid
+	ChildPid      int
+	ChildStartErr string
+	Reused        Judgement // the child's record with a wrong start time
+}
+
+// helperForeignProc runs as pid 1 of a new pid namespace that kept the
+// parent's /proc, where /proc/<n> is not our pid n.
+func helperForeignProc() int {
+	var r foreignProcReport
+	r.Pid = os.Getpid()
+	r.ProcIsOurs = procIsOurs()
+	var err error
+	if r.Self, err = Self(); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 21 {
+			r.SelfStatStart = f[21]
+		}
+	}
+	r.SelfNSLink, _ = os.Readlink("/proc/self/ns/pid")
+	exe, _ := os.Executable()
+	child := exec.Command(exe, "-test.run=^$")
+	child.Env = append(os.Environ(), helperEnv+"=sleep")
+	if err := child.Start(); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	r.ChildPid = child.Process.Pid
+	if _, _, err := StartTime(r.ChildPid); err != nil {
+		r.ChildStartErr = err.Error()
+	}
+	j := Judge{Host: testHost}
+	r.Reused = j.Judge(Owner{Pid: r.ChildPid, StartTime: "1", StartTimeFormat: FormatLinuxProc, HostID: testHost.ID})
+	json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// TestForeignProcIsNotTrusted: in a pid namespace that kept its parent's
+// /proc, /proc/<pid> describes some other process. Start times read there
+// would prove "reuse" of every live owner; they must not be read at all,
+// while the caller's own evidence (through /proc/self) stays right.
+func TestForeignProcIsNotTrusted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a pid namespace")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1) from util-linux")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, unshare, "--pid", "--fork", exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=foreignproc")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, stderrOf(err))
+	}
+	var r foreignProcReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("helper printed %q: %v", out, err)
+	}
+	if r.Pid != 1 || r.ProcIsOurs {
+		t.Fatalf("premise: helper pid %d, /proc ours %v; want pid 1 with the parent's /proc", r.Pid, r.ProcIsOurs)
+	}
+	if r.Self.StartTime != r.SelfStatStart || r.Self.StartTimeFormat != FormatLinuxProc {
+		t.Errorf("own start time %q (%s), /proc/self/stat says %q", r.Self.StartTime, r.Self.StartTimeFormat, r.SelfStatStart)
+	}
+	if want := "pid:[" + strconv.FormatUint(r.Self.PidNS, 10) + "]"; r.SelfNSLink != want {
+		t.Errorf("own pid namespace %d, /proc/self/ns/pid is %q", r.Self.PidNS, r.SelfNSLink)
+	}
+	if r.ChildStartErr == "" {
+		t.Errorf("the start time of child %d was read from a /proc of another namespace", r.ChildPid)
+	}
+	if r.Reused.Verdict == Dead {
+		t.Errorf("a live child was judged %v through a foreign /proc", r.Reused)
 	}
 }
