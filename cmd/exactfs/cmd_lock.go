@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/exactfs/exactfs/statelock"
+)
+
+func init() {
+	register(&command{
+		name:    "lock",
+		summary: "run a command while holding the lock of a state file",
+		usage:   "lock [--timeout DUR | --try] [--conflict-exit-code N] STATEFILE -- CMD [ARG...]",
+		help: `Take the lock of STATEFILE (the owner record STATEFILE.lock, shared with every
+exactfs and TypeScript peer that uses the same protocol), run CMD, release the
+lock, and exit with CMD's status.
+
+The lock is released however CMD ends. SIGINT, SIGTERM and SIGHUP sent to
+exactfs are forwarded to CMD (a ^C from the terminal reaches CMD directly and is
+not sent twice), and exactfs releases the lock once CMD has exited. If exactfs
+itself is killed with SIGKILL, the kernel kills CMD too (Linux), and the next
+caller reclaims the dead holder's lock at once.
+
+A holder that is provably dead (its process is gone, its pid was reused) is
+reclaimed without waiting. A live holder, or one whose death cannot be proved
+(another host, another pid namespace), is waited for; after --timeout the
+command exits 75 and says who holds the lock. On a terminal, after a second of
+waiting, a line says who holds it. A symlink, FIFO, socket or device at
+STATEFILE.lock is refused at once (exit 77) and left alone.
+
+CMD runs with EXACTFS_LOCK_PATH (the owner record) and EXACTFS_LOCK_TOKEN (unique
+to this acquisition, usable as a fencing token) in its environment.
+
+Examples:
+  exactfs lock /var/lib/app/state.json -- ./migrate.sh
+  exactfs lock --try state.json -- make deploy || echo "someone else is deploying"
+  exactfs lock --timeout 1m --conflict-exit-code 0 state.json -- ./cron-job.sh`,
+		flags: func(fs *flagSet) any {
+			f := &lockFlags{}
+			f.register(fs)
+			return f
+		},
+		run: runLock,
+	})
+}
+
+func runLock(e *env, opts any, args []string) error {
+	f := opts.(*lockFlags)
+	if err := f.check(); err != nil {
+		return err
+	}
+	stateFile, argv, err := splitCommand(args)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	relay := newSignalRelay(cancel)
+	defer relay.stop()
+
+	stopNotice := waitNotice(e, stateFile, f.configRoot)
+	held, err := acquire(ctx, stateFile, f)
+	stopNotice()
+	if err != nil {
+		if ierr := relay.interruptedWhileWaiting(e, commands["lock"], stateFile); ierr != nil {
+			return ierr
+		}
+		return lockFailure(err, f)
+	}
+
+	c := &child{argv: argv, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, env: lockEnv(held)}
+	cmd, err := relay.startChild(e, c)
+	status := 0
+	if err == nil {
+		status = childStatus(cmd, cmd.Wait())
+	}
+	if uerr := held.Unlock(); uerr != nil {
+		fmt.Fprintf(e.stderr, "exactfs lock: releasing %s failed: %v\n", held.LockPath(), uerr)
+		if err == nil && status == 0 {
+			return fmt.Errorf("the command succeeded, but the lock could not be released: %w", uerr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return exitStatus(status)
+}
+
+// acquire takes the lock, once (--try, --timeout 0) or waiting.
+func acquire(ctx context.Context, stateFile string, f *lockFlags) (*statelock.Held, error) {
+	if f.try || f.timeout.d == 0 {
+		return statelock.TryLock(stateFile, f.options()...)
+	}
+	return statelock.Lock(ctx, stateFile, f.options()...)
+}
+

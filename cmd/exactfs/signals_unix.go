@@ -1,0 +1,43 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var relayedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+func signalNumber(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return int(n)
+	}
+	return int(syscall.SIGINT)
+}
+
+func forward(p *os.Process, s os.Signal) { p.Signal(s) }
+
+// deliveredByTerminal reports whether s is a keyboard signal (^C, ^\) that
+// the terminal sent to our whole foreground process group, command included.
+func deliveredByTerminal(s os.Signal) bool {
+	if s != syscall.SIGINT && s != syscall.SIGQUIT {
+		return false
+	}
+	for fd := 0; fd <= 2; fd++ {
+		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
+			return pgrp == unix.Getpgrp()
+		}
+	}
+	return false
+}
+
+// signaledWith reports the signal that killed a finished process.
+func signaledWith(ps *os.ProcessState) (int, bool) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int(ws.Signal()), true
+	}
+	return 0, false
+}
