@@ -94,4 +94,3 @@ func acquire(ctx context.Context, stateFile string, f *lockFlags) (*statelock.He
 	}
 	return statelock.Lock(ctx, stateFile, f.options()...)
 }
-
