@@ -143,15 +143,7 @@ func pidNS(pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Ino == 0 {
-		return 0, fmt.Errorf("liveness: pid namespace of %d: no inode", pid)
-	}
-	return st.Ino, nil
+	return nsInode(path)
 }
 
 func signal0(pid int) error {
@@ -197,4 +189,50 @@ func zombie(pid int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// sameProcClock fails when pid lives in another time namespace than the
+// caller, whose /proc start times are then shifted by a different boottime
+// offset. Where the kernel has no time namespaces (before 5.6) there is one
+// clock. Where the other process's namespace may not be inspected (another
+// user's process: reading ns links needs ptrace access) the values are
+// compared anyway, as the TypeScript peers always do; that is the one case
+// where a process in a time namespace of its own could be misjudged.
+func sameProcClock(pid int) error {
+	ours, err := nsInode("/proc/self/ns/time")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	path, err := procPath(pid, "ns/time")
+	if err != nil {
+		return err
+	}
+	theirs, err := nsInode(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if theirs != ours {
+		return errOtherTimeNS
+	}
+	return nil
+}
+
+var errOtherTimeNS = errors.New("liveness: process runs in another time namespace; its /proc start time is not comparable")
+
+func nsInode(path string) (uint64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Ino == 0 {
+		return 0, fmt.Errorf("liveness: %s: no inode", path)
+	}
+	return st.Ino, nil
 }

@@ -31,3 +31,5 @@ func pidNS(int) (uint64, error) { return 0, nil }
 func signal0(int) error { return unsupportedErr("probing a process") }
 
 func zombie(int) (bool, error) { return false, unsupportedErr("process state") }
+
+func sameProcClock(int) error { return nil }

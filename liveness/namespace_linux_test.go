@@ -3,6 +3,7 @@ package liveness
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,17 @@ import (
 func init() {
 	helpers["evidence"] = helperEvidence
 	helpers["foreignproc"] = helperForeignProc
+	helpers["evidence-hold"] = helperEvidenceHold
+}
+
+// helperEvidenceHold prints Self() as one JSON line and stays alive until
+// its standard input is closed.
+func helperEvidenceHold() int {
+	if rc := helperEvidence(); rc != 0 {
+		return rc
+	}
+	io.Copy(io.Discard, os.Stdin)
+	return 0
 }
 
 // helperEvidence prints Self() as JSON: the record a process would write.
@@ -204,4 +216,61 @@ func TestForeignProcIsNotTrusted(t *testing.T) {
 	if r.Reused.Verdict == Dead {
 		t.Errorf("a live child was judged %v through a foreign /proc", r.Reused)
 	}
+}
+
+// TestVerdictOwnerInTimeNamespace: a live owner in a time namespace with a
+// boottime offset records the start time it reads in /proc, which differs
+// from what this namespace reads for the same process. It must stay alive.
+func TestVerdictOwnerInTimeNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a time namespace")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1) from util-linux")
+	}
+	if _, err := os.Stat("/proc/self/ns/time"); err != nil {
+		t.Skip("no time namespaces in this kernel")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(unshare, "--time", "--boottime", "100000", "--fork", exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=evidence-hold")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	var e Evidence
+	if err := json.NewDecoder(stdout).Decode(&e); err != nil {
+		stdin.Close()
+		cmd.Wait()
+		if strings.Contains(stderr.String(), "Operation not permitted") {
+			t.Skipf("cannot create a time namespace here: %s", stderr.String())
+		}
+		t.Fatalf("helper: %v\n%s", err, stderr.String())
+	}
+	here, _, err := StartTime(e.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if here == e.StartTime {
+		t.Fatalf("premise: the owner recorded start time %s, the same as read here", here)
+	}
+	o := e.Owner(testHost.ID)
+	expect(t, judge(o), Alive, "")
+	noPidfd := o
+	noPidfd.PidfdIno = 0
+	expect(t, judge(noPidfd), Alive, "start time unreadable")
 }

@@ -86,7 +86,9 @@ type Prober interface {
 	Signal(pid int) error
 	// Zombie reports whether pid has exited and waits to be reaped.
 	Zombie(pid int) (bool, error)
-	// StartTime reads the start time of pid in the given format.
+	// StartTime reads the start time of pid in the given format, as the
+	// process itself would read it, or fails when the two readings are not
+	// comparable.
 	StartTime(pid int, format string) (string, error)
 	// PidfdIno returns the pidfd inode of pid, or 0 where unsupported.
 	PidfdIno(pid int) (uint64, error)
@@ -115,8 +117,21 @@ func (System) Zombie(pid int) (bool, error) {
 	return zombie(pid)
 }
 
-// StartTime calls StartTimeAs.
-func (System) StartTime(pid int, format string) (string, error) { return StartTimeAs(pid, format) }
+// StartTime calls StartTimeAs, after checking that a FormatLinuxProc value
+// read here is what the process would read itself: /proc shows start times
+// shifted by the reader's time namespace offset, so across time namespaces
+// the values differ for one and the same process.
+func (System) StartTime(pid int, format string) (string, error) {
+	if format == FormatLinuxProc {
+		if err := checkPid(pid); err != nil {
+			return "", err
+		}
+		if err := sameProcClock(pid); err != nil {
+			return "", err
+		}
+	}
+	return StartTimeAs(pid, format)
+}
 
 // PidfdIno calls the package function PidfdIno.
 func (System) PidfdIno(pid int) (uint64, error) { return PidfdIno(pid) }
@@ -193,10 +208,13 @@ func (j *Judge) Judge(o Owner) Judgement {
 	// Every process of an earlier boot is gone. Checked before any probe of
 	// the pid, which in this boot may name anything. An unreadable current
 	// boot id proves nothing, so the rule is skipped.
+	sameBoot := false
 	if o.BootID != "" {
-		if cur, err := p.BootID(); err == nil && cur != "" && cur != o.BootID {
+		cur, err := p.BootID()
+		if err == nil && cur != "" && cur != o.BootID {
 			return dead("recorded boot differs")
 		}
+		sameBoot = err == nil && cur == o.BootID
 	}
 
 	// A pid means something only in the namespace that assigned it; in
@@ -237,13 +255,20 @@ func (j *Judge) Judge(o Owner) Judgement {
 	// A pidfs inode names one process for the life of the boot: a different
 	// inode at the recorded pid proves the pid was reused, even when the new
 	// process got the same start time (10 ms ticks make that common). An
-	// equal inode is not taken as proof of life: the record may predate a
-	// reboot it does not record, so the start time still gets its say. A
-	// failed pidfd_open, even ESRCH, is no evidence: kill(pid, 0) is the
-	// one probe of existence, and a probe that contradicts it means a race.
+	// equal inode proves the same process only within one boot, so without
+	// a verified boot id the start time still gets its say; with one, the
+	// start time is not consulted, since readers in different time
+	// namespaces see different start times for the same process. A failed
+	// pidfd_open, even ESRCH, is no evidence: kill(pid, 0) is the one probe
+	// of existence, and a probe that contradicts it means a race.
 	if o.PidfdIno != 0 {
-		if ino, err := p.PidfdIno(o.Pid); err == nil && ino != 0 && ino != o.PidfdIno {
-			return dead("pid reused: pidfd inode differs")
+		if ino, err := p.PidfdIno(o.Pid); err == nil && ino != 0 {
+			if ino != o.PidfdIno {
+				return dead("pid reused: pidfd inode differs")
+			}
+			if sameBoot {
+				return alive(exists + "; same process (pidfd inode and boot match)")
+			}
 		}
 	}
 

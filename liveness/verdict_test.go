@@ -83,7 +83,9 @@ func TestJudgeRules(t *testing.T) {
 		reason    string
 		notCalled []string
 	}{
-		{name: "live owner", want: Alive, reason: "start time matches"},
+		{name: "live owner", want: Alive, reason: "pidfd inode and boot match", notCalled: []string{"start"}},
+		{name: "live owner without pidfd", owner: func(o *Owner) { o.PidfdIno = 0 }, want: Alive, reason: "start time matches"},
+		{name: "live owner without boot id", owner: func(o *Owner) { o.BootID = "" }, want: Alive, reason: "start time matches"},
 		{name: "no host id", owner: func(o *Owner) { o.HostID = "" }, probe: esrch, want: Alive,
 			reason: "no host id", notCalled: []string{"signal", "boot", "pidns"}},
 		{name: "no host id, host-local, dead pid", hostLocal: true, owner: func(o *Owner) { o.HostID = "" },
@@ -132,8 +134,12 @@ func TestJudgeRules(t *testing.T) {
 		{name: "pidfd ESRCH contradicting kill", probe: func(p *fakeProbe) { p.ino = 0; p.inoErr = syscall.ESRCH }, want: Alive},
 		{name: "pidfd unsupported here", probe: func(p *fakeProbe) { p.ino = 0 }, want: Alive},
 		{name: "pidfd error", probe: func(p *fakeProbe) { p.ino = 0; p.inoErr = syscall.EMFILE }, want: Alive},
-		{name: "pidfd equal but start time differs", probe: func(p *fakeProbe) { p.start = "101" }, want: Dead,
-			reason: "start time differs"},
+		{name: "pidfd and boot equal, start time differs (time namespace)", probe: func(p *fakeProbe) { p.start = "101" },
+			want: Alive, reason: "pidfd inode and boot match"},
+		{name: "pidfd equal without boot id, start time differs", owner: func(o *Owner) { o.BootID = "" },
+			probe: func(p *fakeProbe) { p.start = "101" }, want: Dead, reason: "start time differs"},
+		{name: "pidfd equal, boot unreadable, start time differs", probe: func(p *fakeProbe) { p.start = "101"; p.boot = ""; p.bootErr = syscall.EACCES },
+			want: Dead, reason: "start time differs"},
 		{name: "record without pidfd", owner: func(o *Owner) { o.PidfdIno = 0 }, probe: func(p *fakeProbe) { p.ino = 8 },
 			want: Alive, notCalled: []string{"pidfd"}},
 		{name: "start time differs", owner: func(o *Owner) { o.PidfdIno = 0 }, probe: func(p *fakeProbe) { p.start = "101" },
