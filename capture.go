@@ -100,12 +100,9 @@ func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
 	if keep && before.Size > 0 && before.Size < 1<<30 {
 		data = make([]byte, 0, before.Size)
 	}
-	buf := make([]byte, 64<<10)
-	if before.Size < int64(len(buf)) {
-		// One read past the expected end proves EOF; a small buffer keeps
-		// the capture of a 100-byte lock record cheap.
-		buf = buf[:before.Size+512]
-	}
+	// One read past the expected end proves EOF; a buffer sized to the
+	// file keeps the capture of a 100-byte lock record cheap.
+	buf := make([]byte, min(before.Size+512, 64<<10))
 	var off int64
 	for {
 		n, err := sys.Pread(fd, buf, off)

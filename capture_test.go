@@ -15,7 +15,8 @@ import (
 func TestCaptureReadsBytesAndIdentity(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
-	for _, data := range [][]byte{{}, []byte("x"), randBytes(100), randBytes(64 << 10), randBytes(1<<20 + 7)} {
+	for _, data := range [][]byte{{}, []byte("x"), randBytes(100), randBytes(64<<10 - 512), randBytes(64<<10 - 511), randBytes(65100), randBytes(64<<10 - 1),
+		randBytes(64 << 10), randBytes(64<<10 + 1), randBytes(1<<20 + 7)} {
 		putFile(t, p, data)
 		got, id, err := Capture(p)
 		if err != nil {

@@ -229,6 +229,21 @@ func (d *Dir) Close() error {
 	return err
 }
 
+// Fd returns the directory descriptor d holds, for system calls exactfs
+// does not wrap (an inotify watch, fgetxattr). It stays owned by d: do not
+// close it, and do not use it after d.Close.
+func (d *Dir) Fd() int { return d.fd }
+
+// File returns a new *os.File on a duplicate of d's descriptor, bound to the
+// same directory inode. The caller closes it; d stays open.
+func (d *Dir) File() (*os.File, error) {
+	fd, err := sys.Dup(d.fd)
+	if err != nil {
+		return nil, wrap("dup", d.path, err)
+	}
+	return os.NewFile(uintptr(fd), d.path), nil
+}
+
 // Name returns the path d was opened with.
 func (d *Dir) Name() string { return d.path }
 

@@ -103,15 +103,15 @@ func syncDir(op, path string, dirfd int) error {
 // no file at path, or the whole file, and residue only under a name that
 // StagingTarget recognizes.
 func Publish(path string, data []byte, perm fs.FileMode) (Identity, error) {
-	return publish(nil, path, data, perm)
+	return publish(nil, path, data, perm, writeOptions{})
 }
 
 // Publish creates name beneath d; see Publish.
 func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) (Identity, error) {
-	return publish(d, name, data, perm)
+	return publish(d, name, data, perm, writeOptions{})
 }
 
-func publish(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, error) {
+func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
 	const op = "publish"
 	path := d.join(name)
 	p, base, err := resolve(op, d, name)
@@ -119,11 +119,20 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, erro
 		return Identity{}, err
 	}
 	defer p.close()
+	// A name that is already taken is refused before anything is written
+	// or fsynced: a contended lock costs one lstat, not two flushes. The
+	// no-replace rename below still decides a race.
+	if _, err := sys.Lstat(p.fd, base); err == nil {
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
+	}
 	s, err := stage(op, path, p.fd, base, StagingSuffix, data, perm)
 	if err != nil {
 		return Identity{}, err
 	}
 	hook.Fire(HookStaged, path)
+	if err := o.commit(s); err != nil {
+		return Identity{}, err
+	}
 	var linked bool
 	err = sys.RenameNoReplace(p.fd, s.name, p.fd, base)
 	if forced := hook.IsSet(HookForceLinkFallback); forced || flagsUnavailable(err) {
@@ -193,15 +202,15 @@ func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Id
 // and the directory is fsynced. An existing path that is not a regular file
 // (a symlink, FIFO, directory) is refused and left alone.
 func WriteFile(path string, data []byte, perm fs.FileMode) (Identity, error) {
-	return writeFile(nil, path, data, perm)
+	return writeFile(nil, path, data, perm, writeOptions{})
 }
 
 // WriteFile replaces name beneath d; see WriteFile.
 func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) (Identity, error) {
-	return writeFile(d, name, data, perm)
+	return writeFile(d, name, data, perm, writeOptions{})
 }
 
-func writeFile(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, error) {
+func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
 	const op = "write"
 	path := d.join(name)
 	p, base, err := resolve(op, d, name)
@@ -217,6 +226,9 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, er
 		return Identity{}, err
 	}
 	hook.Fire(HookStaged, path)
+	if err := o.commit(s); err != nil {
+		return Identity{}, err
+	}
 	if err := sys.Rename(p.fd, s.name, p.fd, base); err != nil {
 		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, true)
 		if c == NotCommitted {
@@ -247,15 +259,15 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode) (Identity, er
 // atomic_unavailable rather than fall back to a rename that could overwrite
 // another writer's file.
 func ReplaceExpected(path string, data []byte, want Identity) (Identity, error) {
-	return replaceExpected(nil, path, data, want)
+	return replaceExpected(nil, path, data, want, writeOptions{})
 }
 
 // ReplaceExpected replaces name beneath d; see ReplaceExpected.
 func (d *Dir) ReplaceExpected(name string, data []byte, want Identity) (Identity, error) {
-	return replaceExpected(d, name, data, want)
+	return replaceExpected(d, name, data, want, writeOptions{})
 }
 
-func replaceExpected(d *Dir, name string, data []byte, want Identity) (Identity, error) {
+func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOptions) (Identity, error) {
 	const op = "replace"
 	path := d.join(name)
 	p, base, err := resolve(op, d, name)
@@ -280,6 +292,9 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity) (Identity,
 	}
 	hook.Fire(HookReplaceChecked, path)
 	hook.Fire(HookStaged, path)
+	if err := o.commit(s); err != nil {
+		return Identity{}, err
+	}
 	if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
 		s.discard()
 		e := wrap(op, path, err).(*Error)

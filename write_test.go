@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -202,7 +203,7 @@ func testWriteFileModeOwner(t *testing.T, dir string) {
 // missing or torn file.
 func testWriteFileConcurrentReaders(t *testing.T, dir string) {
 	p := filepath.Join(dir, "f")
-	payloads := [][]byte{bytes.Repeat([]byte("A"), 3<<20), bytes.Repeat([]byte("B"), 2<<20+5)}
+	payloads := [][]byte{bytes.Repeat([]byte("A"), 1<<20), bytes.Repeat([]byte("B"), 768<<10+5)}
 	if _, err := WriteFile(p, payloads[0], 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,9 @@ func testWriteFileConcurrentReaders(t *testing.T, dir string) {
 			}
 		})
 	}
-	for i := range 40 {
+	// Write until both sides did enough to overlap many times.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < 40 || (reads.Load() < 40 && time.Now().Before(deadline)); i++ {
 		if _, err := WriteFile(p, payloads[(i+1)%2], 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -187,3 +187,13 @@ func ReadDirNames(fd int) ([]string, error) {
 	defer f.Close()
 	return f.Readdirnames(-1)
 }
+
+// Dup duplicates fd, with close-on-exec set on the copy.
+func Dup(fd int) (int, error) {
+	var nfd int
+	err := retry(func() (err error) {
+		nfd, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		return err
+	})
+	return nfd, err
+}

@@ -22,6 +22,7 @@ type Stat struct {
 func Open(dirfd int, name string, flag int, perm uint32) (int, error) { return -1, ErrUnsupported }
 func OpenDir(dirfd int, name string) (int, error)                     { return -1, ErrUnsupported }
 func Close(fd int) error                                              { return ErrUnsupported }
+func Dup(fd int) (int, error)                                         { return -1, ErrUnsupported }
 func Fstat(fd int) (Stat, error)                                      { return Stat{}, ErrUnsupported }
 func Lstat(dirfd int, name string) (Stat, error)                      { return Stat{}, ErrUnsupported }
 func Pread(fd int, p []byte, off int64) (int, error)                  { return 0, ErrUnsupported }
