@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -319,4 +320,21 @@ func createSecret(dir, file string) ([]byte, error) {
 		return nil, fmt.Errorf("liveness: publishing installation secret: %w", err)
 	}
 	return secret[:], nil
+}
+
+var platformUUIDPattern = regexp.MustCompile(`"IOPlatformUUID"\s*=\s*"([^"]+)"`)
+
+// parsePlatformUUID extracts the IOPlatformUUID from the output of
+// `ioreg -rd1 -c IOPlatformExpertDevice` (macOS). It lives here, not in the
+// darwin file, so that it is tested on every platform.
+func parsePlatformUUID(out []byte) (string, error) {
+	m := platformUUIDPattern.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("liveness: ioreg printed no IOPlatformUUID")
+	}
+	id, err := normalizeMachineID(string(m[1]))
+	if err != nil || len(id) != 36 {
+		return "", fmt.Errorf("liveness: IOPlatformUUID %q is malformed", m[1])
+	}
+	return id, nil
 }

@@ -302,3 +302,29 @@ func TestDefaultConfigRoot(t *testing.T) {
 		t.Fatalf("DefaultConfigRoot() with a relative XDG_CONFIG_HOME = %q", got)
 	}
 }
+
+func TestParsePlatformUUID(t *testing.T) {
+	out := `+-o J314sAP  <class IOPlatformExpertDevice, id 0x100000254, registered, matched, active, busy 0 (44 ms), retain 38>
+    {
+      "IOPolledInterface" = "AppleARMWatchdogTimerHibernateHandler is not serializable"
+      "IOPlatformSerialNumber" = "XXXXXXXXXX"
+      "IOPlatformUUID" = "564D7A8B-1234-ABCD-EF01-23456789ABCD"
+      "IOBusyInterest" = "IOCommand is not serializable"
+    }
+`
+	id, err := parsePlatformUUID([]byte(out))
+	if err != nil || id != "564d7a8b-1234-abcd-ef01-23456789abcd" {
+		t.Fatalf("parsePlatformUUID = %q, %v", id, err)
+	}
+	for _, bad := range []string{
+		"",
+		`"IOPlatformUUID" = "00000000-0000-0000-0000-000000000000"`,
+		`"IOPlatformUUID" = "564D7A8B1234ABCDEF0123456789ABCD"`,
+		`"IOPlatformUUID" = "not-a-uuid"`,
+		`"IOPlatformSerialNumber" = "564D7A8B-1234-ABCD-EF01-23456789ABCD"`,
+	} {
+		if id, err := parsePlatformUUID([]byte(bad)); err == nil {
+			t.Errorf("parsePlatformUUID(%q) = %q, want an error", bad, id)
+		}
+	}
+}

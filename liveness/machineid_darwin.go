@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"regexp"
 )
-
-var platformUUIDPattern = regexp.MustCompile(`"IOPlatformUUID"\s*=\s*"([^"]+)"`)
 
 // MachineID returns the IOPlatformUUID of this Mac, lower-cased, as printed
 // by `ioreg -rd1 -c IOPlatformExpertDevice` (the source the TypeScript peers
@@ -20,16 +17,4 @@ func MachineID() (string, error) {
 		return "", fmt.Errorf("liveness: reading IOPlatformUUID: %w", err)
 	}
 	return parsePlatformUUID(out)
-}
-
-func parsePlatformUUID(out []byte) (string, error) {
-	m := platformUUIDPattern.FindSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("liveness: ioreg printed no IOPlatformUUID")
-	}
-	id, err := normalizeMachineID(string(m[1]))
-	if err != nil || len(id) != 36 {
-		return "", fmt.Errorf("liveness: IOPlatformUUID %q is malformed", m[1])
-	}
-	return id, nil
 }
