@@ -1,0 +1,40 @@
+package store
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// macOS keeps a file's extended ACL (inherited entries included) in one
+// attribute the kernel manages. Its presence is what "has an ACL" means
+// here; whether the kernel lets us see and remove it varies by release, and
+// anything other than a clean answer fails closed.
+const xattrSecurity = "com.apple.system.Security"
+
+func aclAttributes(Kind) []string { return []string{ACLAccess} }
+
+func aclClear(op, path string, fd int, attr string) error {
+	err := unix.Fremovexattr(fd, xattrSecurity)
+	if err == nil || errors.Is(err, unix.ENOATTR) {
+		return nil
+	}
+	c := CodeACLApplyFailed
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		c = CodeACLDenied
+	}
+	return aclErr(op, path, c, ACLClear, attr, "the extended ACL could not be removed", err)
+}
+
+func aclQuery(op, path string, fd int, attr string) error {
+	_, err := unix.Fgetxattr(fd, xattrSecurity, nil)
+	switch {
+	case errors.Is(err, unix.ENOATTR):
+		return nil
+	case err == nil:
+		return aclErr(op, path, CodeACLPresent, ACLQuery, attr, "an extended ACL is present", nil)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return aclErr(op, path, CodeACLDenied, ACLQuery, attr, "the extended ACL could not be queried", err)
+	}
+	return aclErr(op, path, CodeACLUnknown, ACLQuery, attr, "the extended ACL could not be queried", err)
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/exactfs/exactfs"
+	"golang.org/x/sys/unix"
+)
+
+// The POSIX ACL extended attributes of Linux.
+const (
+	xattrACLAccess  = "system.posix_acl_access"
+	xattrACLDefault = "system.posix_acl_default"
+)
+
+func aclAttributes(k Kind) []string {
+	if k == Directory {
+		return []string{ACLAccess, ACLDefault}
+	}
+	return []string{ACLAccess}
+}
+
+func xattrName(attr string) string {
+	if attr == ACLDefault {
+		return xattrACLDefault
+	}
+	return xattrACLAccess
+}
+
+// aclClear removes one ACL attribute. "No such attribute" means it was
+// already absent and "not supported" means the filesystem cannot hold one;
+// both are success.
+func aclClear(op, path string, fd int, attr string) error {
+	err := unix.Fremovexattr(fd, xattrName(attr))
+	switch {
+	case err == nil, errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+		return nil
+	}
+	return aclFailure(op, path, ACLClear, attr, err)
+}
+
+// aclQuery fails unless the attribute is absent (or unsupported).
+func aclQuery(op, path string, fd int, attr string) error {
+	name := xattrName(attr)
+	for range 3 {
+		n, err := unix.Fgetxattr(fd, name, nil)
+		switch {
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+			return nil
+		case err != nil:
+			return aclFailure(op, path, ACLQuery, attr, err)
+		}
+		buf := make([]byte, n)
+		n, err = unix.Fgetxattr(fd, name, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue // it grew between the two calls
+		}
+		if errors.Is(err, unix.ENODATA) {
+			return nil
+		}
+		if err != nil {
+			return aclFailure(op, path, ACLQuery, attr, err)
+		}
+		if !wellFormedACL(buf[:n]) {
+			return aclErr(op, path, CodeACLMalformed, ACLQuery, attr, "an ACL attribute is present and is not a POSIX ACL this code can read", nil)
+		}
+		return aclErr(op, path, CodeACLPresent, ACLQuery, attr, "a POSIX ACL grants access beyond the owner", nil)
+	}
+	return aclErr(op, path, CodeACLUnknown, ACLQuery, attr, "the ACL attribute kept changing size while it was read", nil)
+}
+
+// wellFormedACL checks the kernel's xattr layout: a 4-byte version (2)
+// followed by 8-byte entries.
+func wellFormedACL(b []byte) bool {
+	return len(b) >= 4 && binary.LittleEndian.Uint32(b) == 2 && (len(b)-4)%8 == 0
+}
+
+func aclFailure(op, path, aclOp, attr string, err error) error {
+	var c exactfs.Code
+	switch {
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		c = CodeACLDenied
+	case errors.Is(err, unix.EIO):
+		c = CodeACLIOError
+	default:
+		c = CodeACLUnknown
+	}
+	return aclErr(op, path, c, aclOp, attr, "the ACL attribute could not be "+map[string]string{ACLClear: "cleared", ACLQuery: "queried"}[aclOp], err)
+}

@@ -1,0 +1,37 @@
+// Package store is owner-only managed storage bound to one directory, with a
+// lease lock that fences mutations and a reaper for crash residue (SPEC §5).
+//
+// A [Store] is opened on a directory and bound to its device and inode.
+// Every operation takes a path relative to that directory, resolved one
+// component at a time without following symlinks; ".." and absolute paths
+// are refused. Before and after each mutation the store proves that its path
+// still names the directory it was bound to, and refuses with
+// [ErrRootChanged] when it does not: a caller that reads the path afterwards
+// must find what the store wrote, not a stranger's directory.
+//
+// Everything the store creates is owner-only (directories 0700, files 0600,
+// no POSIX ACL) and verified through a descriptor proved to be the object,
+// never by pathname alone; see [ApplyOwnerOnly] and [VerifyOwnerOnly].
+//
+// A [Lease] (SPEC §5.3) is a lock file holding a JSON record with an
+// expiry. It is kept alive by a heartbeat, checked by [Lease.AssertOwned],
+// released by rewriting the record through the held descriptor (never by
+// unlinking a name), and taken over by another process only when the record
+// is released or expired and its owner provably gone. Each acquisition
+// carries a fencing token that strictly increases across the holders of one
+// lease name. A store can take a lease as its mutation fence
+// ([Store.AcquireFence]): from then on every mutation asserts ownership
+// before and after it commits.
+//
+// [Store.Reap] removes crash residue that is provably ours and inert and
+// reports what it kept and why.
+//
+// What is not guaranteed: the fence is a check, not a storage-side
+// barrier. A lease lost in the instant between the last check and a commit
+// is reported after the commit (the mutation returns ErrLeaseLost and says it
+// committed); Publish narrows that instant to one rename. Lease records carry
+// no host id, so, as in the reference implementation, a lock directory is
+// assumed to be used from one host: a record from another host has another
+// boot id and counts as gone once its lease expires. Windows is not
+// supported: every operation fails closed.
+package store

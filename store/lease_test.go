@@ -1,0 +1,536 @@
+//go:build unix
+
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"golang.org/x/sys/unix"
+)
+
+func acquire(t *testing.T, dir, name string, opts ...LeaseOption) *Lease {
+	t.Helper()
+	l, err := AcquireLease(context.Background(), dir, name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
+	return l
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestLeaseRecordOnDisk(t *testing.T) {
+	dir := locksDir(t)
+	before := time.Now().UnixMilli()
+	l := acquire(t, dir, "job")
+	if l.Path() != filepath.Join(dir, "job.lock") {
+		t.Fatalf("path %s", l.Path())
+	}
+	b := readFile(t, l.Path())
+	r, err := ParseLeaseRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if r.AttemptID != l.AttemptID() || r.Pid != os.Getpid() || r.BootID != strings.TrimSpace(string(boot)) ||
+		r.ProcessStartID != processStartID() || r.CreatedAt < before || r.HeartbeatAt != r.CreatedAt ||
+		r.LeaseExpiresAt != r.CreatedAt+DefaultLeaseDuration.Milliseconds() || r.Released || r.Fence != 1 || l.Fence() != 1 {
+		t.Fatalf("record %+v", r)
+	}
+	// The reference keys in the reference order, then ours, then "}\n".
+	keys := []string{`{"attemptId":`, `,"pid":`, `,"bootId":`, `,"processStartId":`, `,"createdAt":`, `,"heartbeatAt":`, `,"leaseExpiresAt":`, `,"fence":`}
+	rest := string(b)
+	for _, k := range keys {
+		i := strings.Index(rest, k)
+		if i < 0 {
+			t.Fatalf("key %s missing or out of order in %s", k, b)
+		}
+		rest = rest[i+len(k):]
+	}
+	if !strings.HasSuffix(rest, "}\n") {
+		t.Fatalf("record does not end in }\\n: %q", b)
+	}
+	if m := mode(t, l.Path()); m != 0o600 {
+		t.Fatalf("lock file mode %v", m)
+	}
+	if err := l.AssertOwned(); err != nil {
+		t.Fatal(err)
+	}
+	ino := inode(t, l.Path())
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("second release: %v", err)
+	}
+	r, err = ParseLeaseRecord(readFile(t, l.Path()))
+	if err != nil || !r.Released || r.LeaseExpiresAt != r.HeartbeatAt || r.AttemptID != l.AttemptID() {
+		t.Fatalf("released record %+v %v", r, err)
+	}
+	if inode(t, l.Path()) != ino {
+		t.Fatal("release replaced the lock file instead of rewriting it")
+	}
+	if err := l.AssertOwned(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("assert after release: %v", err)
+	}
+	// A released record is taken over at once; the token grows.
+	l2 := acquire(t, dir, "job", WaitBudget(0))
+	if l2.Fence() != 2 {
+		t.Fatalf("second holder's fence %d", l2.Fence())
+	}
+}
+
+func TestLeaseExpiredButAliveIsNotStolen(t *testing.T) {
+	dir := locksDir(t)
+	holder := acquire(t, dir, "job", LeaseDuration(300*time.Millisecond), HeartbeatInterval(0))
+	time.Sleep(400 * time.Millisecond) // expired; the holder (this process) is alive
+	start := time.Now()
+	_, err := AcquireLease(context.Background(), dir, "job", WaitBudget(300*time.Millisecond))
+	if !errors.Is(err, ErrLeaseBusy) {
+		t.Fatalf("second acquirer: %v, want lease busy", err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("gave up after %v, before its budget", waited)
+	}
+	if !strings.Contains(err.Error(), "not provably gone") {
+		t.Fatalf("the error does not say why: %v", err)
+	}
+	if err := holder.AssertOwned(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	r, _ := ParseLeaseRecord(readFile(t, holder.Path()))
+	if r.LeaseExpiresAt <= time.Now().UnixMilli() {
+		t.Fatalf("AssertOwned did not renew the expired lease: %+v", r)
+	}
+}
+
+func TestLeaseRenewsNearExpiry(t *testing.T) {
+	dir := locksDir(t)
+	l := acquire(t, dir, "job", LeaseDuration(time.Second), HeartbeatInterval(0))
+	r0, _ := ParseLeaseRecord(readFile(t, l.Path()))
+	if err := l.AssertOwned(); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := ParseLeaseRecord(readFile(t, l.Path())); r != r0 {
+		t.Fatal("renewed a lease far from expiry")
+	}
+	time.Sleep(900 * time.Millisecond) // within a sixth of the lease of expiry
+	if err := l.AssertOwned(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ParseLeaseRecord(readFile(t, l.Path()))
+	if r.HeartbeatAt <= r0.HeartbeatAt || r.LeaseExpiresAt <= r0.LeaseExpiresAt || r.CreatedAt != r0.CreatedAt {
+		t.Fatalf("not renewed: %+v -> %+v", r0, r)
+	}
+}
+
+func TestLeaseHeartbeatRenewsAndStops(t *testing.T) {
+	dir := locksDir(t)
+	base := runtime.NumGoroutine()
+	l, err := AcquireLease(context.Background(), dir, "job", LeaseDuration(400*time.Millisecond), HeartbeatInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	r, _ := ParseLeaseRecord(readFile(t, l.Path()))
+	if r.LeaseExpiresAt <= time.Now().UnixMilli() || r.HeartbeatAt == r.CreatedAt {
+		t.Fatalf("heartbeat did not renew: %+v", r)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("goroutines: %d before, %d after Release", base, n)
+	}
+	b := readFile(t, l.Path())
+	time.Sleep(150 * time.Millisecond)
+	if !bytes.Equal(readFile(t, l.Path()), b) {
+		t.Fatal("the record changed after Release")
+	}
+}
+
+func TestLeaseRecordRewrittenByAnotherAttempt(t *testing.T) {
+	dir := locksDir(t)
+	l := acquire(t, dir, "job")
+	stealLease(t, l.Path())
+	stolen := readFile(t, l.Path())
+	if err := l.AssertOwned(); !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "another attempt") {
+		t.Fatalf("assert: %v", err)
+	}
+	if err := l.Release(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("release: %v", err)
+	}
+	if !bytes.Equal(readFile(t, l.Path()), stolen) {
+		t.Fatal("release wrote over the other attempt's record")
+	}
+}
+
+func TestLeaseRenamedAwayAndCopiedBack(t *testing.T) {
+	dir := locksDir(t)
+	l := acquire(t, dir, "job")
+	orig := readFile(t, l.Path())
+	aside := filepath.Join(dir, "aside")
+	if err := os.Rename(l.Path(), aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.Path(), orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copyIno := inode(t, l.Path())
+	if err := l.AssertOwned(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("assert with a byte-identical copy at the path: %v", err)
+	}
+	if err := l.Release(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("release: %v", err)
+	}
+	if !bytes.Equal(readFile(t, l.Path()), orig) || inode(t, l.Path()) != copyIno {
+		t.Fatal("release touched the copy")
+	}
+	if !bytes.Equal(readFile(t, aside), orig) {
+		t.Fatal("release rewrote the renamed-away file without proving it owns the path")
+	}
+}
+
+func TestLeaseReleaseAfterSuccessorLeavesIt(t *testing.T) {
+	dir := locksDir(t)
+	a := acquire(t, dir, "job", LeaseDuration(200*time.Millisecond), HeartbeatInterval(0))
+	time.Sleep(250 * time.Millisecond)
+	// The successor is told that a's owner is gone (a stands for a holder
+	// that froze and was judged dead).
+	b := acquire(t, dir, "job", WaitBudget(time.Second), withProbe(goneProbe{pid: os.Getpid()}))
+	if b.Fence() <= a.Fence() {
+		t.Fatalf("successor's fence %d, predecessor's %d", b.Fence(), a.Fence())
+	}
+	succ := readFile(t, b.Path())
+	ino := inode(t, b.Path())
+	if err := a.AssertOwned(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("predecessor assert: %v", err)
+	}
+	if err := a.Release(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("predecessor release: %v", err)
+	}
+	if !bytes.Equal(readFile(t, b.Path()), succ) || inode(t, b.Path()) != ino {
+		t.Fatal("the stale release touched the successor")
+	}
+	if err := b.AssertOwned(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// plantRecord writes a record that this test, not a lease, owns.
+func plantRecord(t *testing.T, dir, name string, r LeaseRecord) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name+".lock"), r.Marshal(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLeaseOtherBootReclaimableOnlyAfterExpiry(t *testing.T) {
+	now := time.Now().UnixMilli()
+	rec := func(boot string, expires int64) LeaseRecord {
+		return LeaseRecord{AttemptID: "planted", Pid: os.Getpid(), BootID: boot, ProcessStartID: "p",
+			CreatedAt: now - 1000, HeartbeatAt: now - 1000, LeaseExpiresAt: expires, Fence: 41}
+	}
+	for _, c := range []struct {
+		name    string
+		rec     LeaseRecord
+		reclaim bool
+	}{
+		{"other boot, expired", rec("another-boot", now-1), true},
+		{"other boot, current", rec("another-boot", now+60_000), false},
+		{"this boot, expired, owner alive", rec(bootID(), now-1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := locksDir(t)
+			plantRecord(t, dir, "job", c.rec)
+			start := time.Now()
+			l, err := AcquireLease(context.Background(), dir, "job", WaitBudget(0))
+			if !c.reclaim {
+				if !errors.Is(err, ErrLeaseBusy) {
+					t.Fatalf("acquire: %v, want busy", err)
+				}
+				r, _ := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
+				if r.AttemptID != "planted" {
+					t.Fatal("the planted record was touched")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			defer l.Release()
+			if time.Since(start) > time.Second {
+				t.Fatal("waited for a record of another boot")
+			}
+			if l.Fence() != 42 {
+				t.Fatalf("fence %d, want 42 (one more than the reclaimed record's)", l.Fence())
+			}
+		})
+	}
+}
+
+func TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry(t *testing.T) {
+	dir := locksDir(t)
+	cmd := helperCommand(t, "hold", "STORE_DIR="+dir, "STORE_NAME=job", "STORE_LEASE_MS=1000", "STORE_HEARTBEAT_MS=100")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if !strings.HasPrefix(s, "ready") {
+			t.Fatalf("child said %q", s)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("child did not acquire the lease")
+	}
+	time.Sleep(300 * time.Millisecond) // let a heartbeat land
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	r, err := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
+	if err != nil || r.Pid != cmd.Process.Pid {
+		t.Fatalf("child's record %+v %v", r, err)
+	}
+	// While the dead child's lease is still valid, nobody takes it.
+	if left := time.Until(time.UnixMilli(r.LeaseExpiresAt)); left > 150*time.Millisecond {
+		_, err := AcquireLease(context.Background(), dir, "job", WaitBudget(0))
+		if !errors.Is(err, ErrLeaseBusy) {
+			t.Fatalf("acquire before expiry: %v", err)
+		}
+	}
+	l := acquire(t, dir, "job", WaitBudget(10*time.Second), PollInterval(10*time.Millisecond))
+	if now := time.Now().UnixMilli(); now < r.LeaseExpiresAt {
+		t.Fatalf("reclaimed %d ms before the dead holder's lease expired", r.LeaseExpiresAt-now)
+	}
+	if l.Fence() <= r.Fence {
+		t.Fatalf("fence %d after the dead holder's %d", l.Fence(), r.Fence)
+	}
+}
+
+func TestLeaseUnsafeLockPathRefused(t *testing.T) {
+	dir := locksDir(t)
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("not a lock"), 0o644)
+	os.Symlink(target, filepath.Join(dir, "sym.lock"))
+	unix.Mkfifo(filepath.Join(dir, "fifo.lock"), 0o600)
+	os.Mkdir(filepath.Join(dir, "dir.lock"), 0o700)
+	within(t, 10*time.Second, func() {
+		for name, code := range map[string]exactfs.Code{"sym": exactfs.CodeReparsePoint, "fifo": exactfs.CodeNotRegularFile, "dir": exactfs.CodeNotRegularFile} {
+			_, err := AcquireLease(context.Background(), dir, name, WaitBudget(time.Second))
+			if CodeOf(err) != code {
+				t.Errorf("%s: %v, want %s", name, err, code)
+			}
+		}
+	})
+	if string(readFile(t, target)) != "not a lock" || mode(t, target) != 0o644 {
+		t.Fatal("the symlink's target was touched")
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "sym.lock")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink was removed")
+	}
+}
+
+func TestLeaseMalformedAndEmptyRecords(t *testing.T) {
+	dir := locksDir(t)
+	os.WriteFile(filepath.Join(dir, "bad.lock"), []byte(`{"pid":`), 0o600)
+	_, err := AcquireLease(context.Background(), dir, "bad", WaitBudget(0), withEmptyAge(0))
+	if !errors.Is(err, ErrLeaseBusy) || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("malformed record: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "empty.lock"), nil, 0o600)
+	if _, err := AcquireLease(context.Background(), dir, "empty", WaitBudget(0)); !errors.Is(err, ErrLeaseBusy) {
+		t.Fatalf("fresh empty record: %v", err)
+	}
+	l, err := AcquireLease(context.Background(), dir, "empty", WaitBudget(0), withEmptyAge(0))
+	if err != nil {
+		t.Fatalf("old empty record: %v", err)
+	}
+	l.Release()
+}
+
+func TestLeaseWaitCancelledByContext(t *testing.T) {
+	dir := locksDir(t)
+	acquire(t, dir, "job")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := AcquireLease(ctx, dir, "job", WaitBudget(time.Minute))
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("cancelled wait: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestLeaseNameAndDirChecks(t *testing.T) {
+	dir := locksDir(t)
+	for _, n := range []string{"", "..", "a/b", "a b", "x\x00"} {
+		if _, err := AcquireLease(context.Background(), dir, n); CodeOf(err) != exactfs.CodeInvalidRequest {
+			t.Errorf("name %q: %v", n, err)
+		}
+	}
+	chmod(t, dir, 0o755)
+	_, err := AcquireLease(context.Background(), dir, "job")
+	wantCode(t, err, CodeModeMismatch)
+	fresh := filepath.Join(t.TempDir(), "new-locks")
+	l, err := AcquireLease(context.Background(), fresh, "job", CreateLocksDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if mode(t, fresh) != 0o700 {
+		t.Fatal("created locks dir is not 0700")
+	}
+}
+
+// Concurrent goroutines of one process: exclusion and increasing fences.
+func TestLeaseExclusionInProcess(t *testing.T) {
+	dir := locksDir(t)
+	var mu sync.Mutex
+	holders, maxHolders := 0, 0
+	var fences []uint64
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				l, err := AcquireLease(context.Background(), dir, "job", WaitBudget(30*time.Second), PollInterval(time.Millisecond))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				holders++
+				maxHolders = max(maxHolders, holders)
+				fences = append(fences, l.Fence())
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				holders--
+				mu.Unlock()
+				if err := l.Release(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if maxHolders != 1 {
+		t.Fatalf("%d holders at once", maxHolders)
+	}
+	for i := 1; i < len(fences); i++ {
+		if fences[i] <= fences[i-1] {
+			t.Fatalf("fences not increasing: %v", fences)
+		}
+	}
+}
+
+// The fencing token strictly increases across 100 successive holders in
+// four processes, in the order of their (non-overlapping) holds.
+func TestLeaseFenceIncreasesAcrossProcesses(t *testing.T) {
+	dir := locksDir(t)
+	logPath := filepath.Join(t.TempDir(), "holds.log")
+	if err := os.WriteFile(logPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const procs, each = 4, 25
+	var cmds []*execCmd
+	for i := 0; i < procs; i++ {
+		cmd := helperCommand(t, "fence-seq", "STORE_DIR="+dir, "STORE_LOG="+logPath, fmt.Sprintf("STORE_N=%d", each))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, &execCmd{cmd, &stderr})
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Errorf("child: %v: %s", err, c.stderr)
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(120 * time.Second):
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+		t.Fatal("children did not finish")
+	}
+	type hold struct {
+		fence       uint64
+		enter, exit int64
+		pid         int
+	}
+	var holds []hold
+	for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, logPath))), "\n") {
+		var h hold
+		if _, err := fmt.Sscanf(line, "%d %d %d %d", &h.fence, &h.enter, &h.exit, &h.pid); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		holds = append(holds, h)
+	}
+	if len(holds) != procs*each {
+		t.Fatalf("%d holds logged, want %d", len(holds), procs*each)
+	}
+	sort.Slice(holds, func(i, j int) bool { return holds[i].enter < holds[j].enter })
+	pids := map[int]bool{}
+	for i, h := range holds {
+		pids[h.pid] = true
+		if i == 0 {
+			continue
+		}
+		p := holds[i-1]
+		if h.enter < p.exit {
+			t.Fatalf("holds overlap: %+v and %+v", p, h)
+		}
+		if h.fence <= p.fence {
+			t.Fatalf("fence did not increase: %+v then %+v", p, h)
+		}
+	}
+	if len(pids) != procs {
+		t.Fatalf("holds came from %d processes", len(pids))
+	}
+	if c, _ := parseFence(readFile(t, filepath.Join(dir, "seq.fence"))); c != holds[len(holds)-1].fence {
+		t.Fatalf("counter %d, last fence %d", c, holds[len(holds)-1].fence)
+	}
+}

@@ -1,0 +1,220 @@
+//go:build unix
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
+	"golang.org/x/sys/unix"
+)
+
+// helperEnv selects a helper mode when a test re-executes the test binary
+// as a child process.
+const helperEnv = "STORE_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		os.Exit(m.Run())
+	}
+	h := helpers[mode]
+	if h == nil {
+		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
+		os.Exit(2)
+	}
+	if err := h(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+var helpers = map[string]func() error{
+	"hold":      helperHold,
+	"fence-seq": helperFenceSeq,
+	"crash":     helperCrash,
+}
+
+func envDuration(key string) time.Duration {
+	ms, _ := strconv.Atoi(os.Getenv(key))
+	return time.Duration(ms) * time.Millisecond
+}
+
+// helperHold acquires a lease, says "ready" and waits to be killed.
+func helperHold() error {
+	l, err := AcquireLease(context.Background(), os.Getenv("STORE_DIR"), os.Getenv("STORE_NAME"),
+		LeaseDuration(envDuration("STORE_LEASE_MS")), HeartbeatInterval(envDuration("STORE_HEARTBEAT_MS")))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %d\n", l.Fence())
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// helperFenceSeq acquires and releases a lease STORE_N times and logs, for
+// each hold, "fence enterNs exitNs" (CLOCK_MONOTONIC) to STORE_LOG.
+func helperFenceSeq() error {
+	n, _ := strconv.Atoi(os.Getenv("STORE_N"))
+	log, err := os.OpenFile(os.Getenv("STORE_LOG"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	for i := 0; i < n; i++ {
+		l, err := AcquireLease(context.Background(), os.Getenv("STORE_DIR"), "seq",
+			WaitBudget(60*time.Second), PollInterval(2*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		enter, _ := monoNow()
+		if err := l.AssertOwned(); err != nil {
+			return err
+		}
+		exit, _ := monoNow()
+		fence := l.Fence()
+		if err := l.Release(); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(log, "%d %d %d %d\n", fence, enter, exit, os.Getpid()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// helperCrash runs one store mutation and SIGKILLs itself at the hook
+// STORE_HOOK.
+func helperCrash() error {
+	s, err := Open(os.Getenv("STORE_DIR"))
+	if err != nil {
+		return err
+	}
+	hook.Set(os.Getenv("STORE_HOOK"), func(string) {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour)
+	})
+	data := []byte(os.Getenv("STORE_DATA"))
+	switch op := os.Getenv("STORE_OP"); op {
+	case "publish":
+		_, err = s.Publish("dest", data)
+	case "replace":
+		_, err = s.Replace("dest", data)
+	case "replace-expected":
+		var id exactfs.Identity
+		if _, id, err = s.ReadExpected("dest"); err == nil {
+			_, err = s.ReplaceExpected("dest", data, id)
+		}
+	default:
+		err = fmt.Errorf("unknown op %q", op)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the hook %s never fired", os.Getenv("STORE_HOOK"))
+}
+
+// helperCommand re-executes the test binary in a helper mode.
+func helperCommand(t testing.TB, mode string, env ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + mode}, env...)...)
+	return cmd
+}
+
+// withProbe makes the lease judge owners with p (tests of reclaim rules).
+func withProbe(p liveness.Prober) LeaseOption { return func(c *leaseConfig) { c.probe = p } }
+
+// withEmptyAge sets the age at which an empty lock file is reclaimed.
+func withEmptyAge(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.emptyAge = d } }
+
+// goneProbe answers ESRCH for one pid and asks the system otherwise.
+type goneProbe struct {
+	liveness.System
+	pid int
+}
+
+func (p goneProbe) Signal(pid int) error {
+	if pid == p.pid {
+		return syscall.ESRCH
+	}
+	return p.System.Signal(pid)
+}
+
+// newStore opens a fresh store in a temporary directory.
+func newStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "store"), Create())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// locksDir returns a fresh owner-only locks directory.
+func locksDir(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "locks")
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// within fails the test if f does not return in d: every test that could
+// hang on a FIFO or a lock runs its risky step through it.
+func within(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("did not return within %v", d)
+	}
+}
+
+func wantCode(t *testing.T, err error, c exactfs.Code) {
+	t.Helper()
+	if got := CodeOf(err); got != c {
+		t.Fatalf("error %v: code %q, want %q", err, got, c)
+	}
+}
+
+// monoNow is CLOCK_MONOTONIC in nanoseconds: one clock for every process on
+// the host, so hold intervals of several processes can be compared.
+func monoNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, err
+	}
+	return ts.Nano(), nil
+}
+
+type execCmd struct {
+	*exec.Cmd
+	stderr *bytes.Buffer
+}

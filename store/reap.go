@@ -1,0 +1,178 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// DefaultReapAge is how old residue must be before the reaper removes it:
+// the 15 minutes the TypeScript reapers wait before removing a placeholder.
+const DefaultReapAge = 15 * time.Minute
+
+// ReapOption configures Reap.
+type ReapOption func(*reapConfig)
+
+type reapConfig struct {
+	minAge time.Duration
+	now    func() time.Time
+}
+
+// ReapMinAge sets how old (by modification time) residue must be before it
+// is removed (default 15 minutes). Tests use 0.
+func ReapMinAge(d time.Duration) ReapOption { return func(c *reapConfig) { c.minAge = d } }
+
+// Kept is residue the reaper found and left, with the reason.
+type Kept struct {
+	Path   string
+	Reason string
+}
+
+// ReapReport says what Reap removed and what it kept.
+type ReapReport struct {
+	Removed []string
+	Kept    []Kept
+}
+
+// maxReapDepth bounds the walk, so a pathologically deep tree cannot make
+// the reaper run forever.
+const maxReapDepth = 64
+
+// Reap removes crash residue in the store that is provably ours and inert
+// (SPEC §5.4), walking every directory of the store without following
+// links. Residue is recognized only by its private name (SPEC §2.7): exact
+// unlink placeholders, staging names ".<dest>.<uuid>.staging|.replacement",
+// and the quarantine names of the store and of lease reclaims. Such an
+// object is removed, by exact unlink of the identity just proved, only if it
+// is a regular file with a single link, older than the age threshold, and
+//
+//   - it is empty (a placeholder, or a quarantine name holding the empty
+//     placeholder of an interrupted exact unlink), or
+//   - it is a non-empty staging file that no process on this host has open.
+//     The proof is the kernel's: a write lease (fcntl F_SETLEASE, Linux) is
+//     granted only when no other descriptor for the file exists anywhere.
+//     Every writer keeps its staging file open from creation until it is
+//     committed, so an unopened staging file old enough is the leftover of
+//     a writer that died (or, after ReplaceExpected's exchange, a
+//     predecessor its writer was about to delete). A writer that merely
+//     stalled past the threshold loses nothing: its rename then finds no
+//     staging file and reports the write as not committed. Where the proof
+//     is unavailable (other systems, network filesystems without leases),
+//     non-empty staging files are kept.
+//
+// Anything else carrying a residue name (a symlink, a hard link, a
+// non-empty placeholder or quarantined file, a recent file, an open
+// staging file) is kept and reported with the reason. Objects without a
+// residue name are never looked at.
+func (s *Store) Reap(opts ...ReapOption) (*ReapReport, error) {
+	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := s.checkBinding("reap", ""); err != nil {
+		return nil, err
+	}
+	r := &ReapReport{}
+	err := s.reapDir(&cfg, r, s.root, "", 0)
+	if berr := s.checkBinding("reap", ""); berr != nil {
+		err = errors.Join(err, berr)
+	}
+	return r, err
+}
+
+type residueKind int
+
+const (
+	notResidue     residueKind = iota
+	emptyResidue               // must be empty to be removed
+	stagingResidue             // may hold bytes
+)
+
+func classify(name string) residueKind {
+	if _, ok := exactfs.StagingTarget(name); ok {
+		return stagingResidue
+	}
+	if strings.HasPrefix(name, exactfs.PlaceholderPrefix) || strings.HasPrefix(name, StoreRetirePrefix) ||
+		strings.HasPrefix(name, LeaseRetirePrefix) || strings.HasPrefix(name, ".gjc-delete-") {
+		return emptyResidue
+	}
+	return notResidue
+}
+
+func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel string, depth int) error {
+	names, err := d.ReadDirNames()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		p := filepath.Join(rel, name)
+		fi, err := d.Lstat(name)
+		if err != nil {
+			if !errors.Is(err, exactfs.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		kind := classify(name)
+		if fi.IsDir() {
+			if kind != notResidue {
+				r.Kept = append(r.Kept, Kept{p, "a directory with a residue name; only files are reaped"})
+			}
+			if depth >= maxReapDepth {
+				r.Kept = append(r.Kept, Kept{p, "too deep; not searched"})
+				continue
+			}
+			sub, err := d.OpenDir(name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := s.reapDir(cfg, r, sub, p, depth+1); err != nil {
+				errs = append(errs, err)
+			}
+			sub.Close()
+			continue
+		}
+		if kind == notResidue {
+			continue
+		}
+		if reason := s.reapOne(cfg, d, name, kind, fi.Mode().IsRegular()); reason != "" {
+			r.Kept = append(r.Kept, Kept{p, reason})
+		} else {
+			r.Removed = append(r.Removed, p)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reapOne removes one residue candidate, or returns why it was kept.
+func (s *Store) reapOne(cfg *reapConfig, d *exactfs.Dir, name string, kind residueKind, regular bool) string {
+	if !regular {
+		return "not a regular file (symlinks, FIFOs and devices are never ours to remove)"
+	}
+	// The identity is proved through one no-follow descriptor; the same
+	// identity is what the exact unlink removes, so a file that changes
+	// after the proof survives.
+	id, idle, err := inspectResidue(d, name, kind == stagingResidue)
+	if err != nil {
+		return "could not be inspected: " + err.Error()
+	}
+	switch {
+	case id.Nlink != 1:
+		return "hard-linked: its other names would keep the bytes"
+	case cfg.now().Sub(time.Unix(0, id.MtimeNs)) < cfg.minAge:
+		return "too recent: its writer may still be working"
+	case id.Size != 0 && kind != stagingResidue:
+		return "not empty: only empty placeholders are provably inert"
+	case id.Size != 0 && idle != "":
+		return "its creator is not provably gone: " + idle
+	}
+	if err := d.UnlinkExact(name, id, storeRetireName()); err != nil {
+		return "exact unlink refused: " + err.Error()
+	}
+	return ""
+}

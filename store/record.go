@@ -1,0 +1,193 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// LeaseRecord is the content of a lease lock file (SPEC §5.3). On disk it is
+// compact JSON followed by one newline, with the keys in the reference's
+// order: attemptId, pid, bootId, processStartId, createdAt, heartbeatAt,
+// leaseExpiresAt, released (only when true), and then the keys exactfs
+// adds, which TypeScript readers ignore: fence.
+type LeaseRecord struct {
+	AttemptID      string
+	Pid            int
+	BootID         string
+	ProcessStartID string
+	CreatedAt      int64 // Unix milliseconds
+	HeartbeatAt    int64
+	LeaseExpiresAt int64
+	Released       bool
+	// Fence is the fencing token of this acquisition; 0 when the writer
+	// did not record one (TypeScript peers).
+	Fence uint64
+}
+
+// Marshal returns the record's bytes on disk.
+func (r LeaseRecord) Marshal() []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"attemptId":`...)
+	b = appendString(b, r.AttemptID)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(r.Pid), 10)
+	b = append(b, `,"bootId":`...)
+	b = appendString(b, r.BootID)
+	b = append(b, `,"processStartId":`...)
+	b = appendString(b, r.ProcessStartID)
+	b = append(b, `,"createdAt":`...)
+	b = strconv.AppendInt(b, r.CreatedAt, 10)
+	b = append(b, `,"heartbeatAt":`...)
+	b = strconv.AppendInt(b, r.HeartbeatAt, 10)
+	b = append(b, `,"leaseExpiresAt":`...)
+	b = strconv.AppendInt(b, r.LeaseExpiresAt, 10)
+	if r.Released {
+		b = append(b, `,"released":true`...)
+	}
+	if r.Fence != 0 {
+		b = append(b, `,"fence":`...)
+		b = strconv.AppendUint(b, r.Fence, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+func appendString(b []byte, s string) []byte {
+	// encoding/json escapes exactly as JSON.stringify does for the
+	// characters that occur in uuids and boot ids; it also escapes <, >
+	// and & where JSON.stringify does not, which only matters for strings
+	// no writer of these records produces.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+// maxSafeInteger is the largest integer a JavaScript number holds exactly;
+// the reference writes pids and times as numbers.
+const maxSafeInteger = 1<<53 - 1
+
+// ParseLeaseRecord reads a lease record. It accepts what the reference
+// writes (with or without the trailing newline) and tolerates unknown keys.
+// It requires attemptId a non-empty string, pid a safe integer > 0, bootId
+// and processStartId strings, the three times integers, released absent or
+// a boolean, and fence absent or a non-negative integer.
+func ParseLeaseRecord(b []byte) (LeaseRecord, error) {
+	var r LeaseRecord
+	bad := func(why string) (LeaseRecord, error) {
+		return LeaseRecord{}, &Error{Op: "parse", Path: "lease record", Code: CodeMalformedRecord, Detail: "malformed lease record: " + why}
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return bad(err.Error())
+	}
+	if dec.More() {
+		return bad("trailing data after the JSON object")
+	}
+	if m == nil {
+		return bad("not a JSON object")
+	}
+	str := func(key string, dst *string, nonEmpty bool) error {
+		raw, ok := m[key]
+		if !ok {
+			return fmt.Errorf("%s missing", key)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil || raw[0] != '"' {
+			return fmt.Errorf("%s is not a string", key)
+		}
+		if nonEmpty && *dst == "" {
+			return fmt.Errorf("%s is empty", key)
+		}
+		return nil
+	}
+	num := func(key string, optional bool) (int64, bool, error) {
+		raw, ok := m[key]
+		if !ok {
+			if optional {
+				return 0, false, nil
+			}
+			return 0, false, fmt.Errorf("%s missing", key)
+		}
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&n); err != nil || len(raw) == 0 || raw[0] == '"' {
+			return 0, false, fmt.Errorf("%s is not a number", key)
+		}
+		v, err := n.Int64()
+		if err != nil {
+			f, ferr := n.Float64()
+			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+				return 0, false, fmt.Errorf("%s is not an integer", key)
+			}
+			v = int64(f)
+		}
+		if v > maxSafeInteger || v < -maxSafeInteger {
+			return 0, false, fmt.Errorf("%s is out of range", key)
+		}
+		return v, true, nil
+	}
+	if err := str("attemptId", &r.AttemptID, true); err != nil {
+		return bad(err.Error())
+	}
+	pid, _, err := num("pid", false)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if pid <= 0 || pid > math.MaxInt32 {
+		return bad("pid is not a positive process id")
+	}
+	r.Pid = int(pid)
+	if err := str("bootId", &r.BootID, false); err != nil {
+		return bad(err.Error())
+	}
+	if err := str("processStartId", &r.ProcessStartID, false); err != nil {
+		return bad(err.Error())
+	}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"createdAt", &r.CreatedAt}, {"heartbeatAt", &r.HeartbeatAt}, {"leaseExpiresAt", &r.LeaseExpiresAt}} {
+		v, _, err := num(f.key, false)
+		if err != nil {
+			return bad(err.Error())
+		}
+		*f.dst = v
+	}
+	if raw, ok := m["released"]; ok {
+		if err := json.Unmarshal(raw, &r.Released); err != nil || (raw[0] != 't' && raw[0] != 'f') {
+			return bad("released is not a boolean")
+		}
+	}
+	fence, ok, err := num("fence", true)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if ok {
+		if fence < 0 {
+			return bad("fence is negative")
+		}
+		r.Fence = uint64(fence)
+	}
+	return r, nil
+}
+
+// parseFence reads a fence counter file: a decimal number and a newline.
+func parseFence(b []byte) (uint64, error) {
+	s, ok := bytes.CutSuffix(b, []byte("\n"))
+	if !ok || len(s) == 0 || len(s) > 20 || (len(s) > 1 && s[0] == '0') {
+		return 0, &Error{Op: "parse", Path: "fence counter", Code: CodeMalformedRecord, Detail: fmt.Sprintf("malformed fence counter %q", b)}
+	}
+	v, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return 0, &Error{Op: "parse", Path: "fence counter", Code: CodeMalformedRecord, Detail: fmt.Sprintf("malformed fence counter %q", b), Err: err}
+	}
+	return v, nil
+}
+
+func formatFence(v uint64) []byte { return append(strconv.AppendUint(nil, v, 10), '\n') }

@@ -1,0 +1,272 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/testfs"
+	"golang.org/x/sys/unix"
+)
+
+func mode(t *testing.T, p string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+func chmod(t *testing.T, p string, m os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(p, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApplyRepairsModesVerifyRefusesBefore(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	file := filepath.Join(root, "f")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, dir, 0o755)
+	chmod(t, file, 0o644)
+	for _, c := range []struct {
+		path string
+		kind Kind
+		want os.FileMode
+	}{{dir, Directory, 0o700}, {file, File, 0o600}} {
+		err := VerifyOwnerOnlyPath(c.path, c.kind)
+		wantCode(t, err, CodeModeMismatch)
+		if !errors.Is(err, ErrModeMismatch) {
+			t.Fatalf("errors.Is(%v, ErrModeMismatch) = false", err)
+		}
+		if err := ApplyOwnerOnlyPath(c.path, c.kind); err != nil {
+			t.Fatalf("apply %s: %v", c.path, err)
+		}
+		if got := mode(t, c.path); got != c.want {
+			t.Fatalf("%s: mode %v after apply, want %v", c.path, got, c.want)
+		}
+		if err := VerifyOwnerOnlyPath(c.path, c.kind); err != nil {
+			t.Fatalf("verify after apply: %v", err)
+		}
+	}
+	// Setuid, setgid and sticky bits are not owner-only either.
+	chmod(t, dir, 0o700|os.ModeSticky)
+	wantCode(t, VerifyOwnerOnlyPath(dir, Directory), CodeModeMismatch)
+}
+
+func TestWrongKindRefused(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "f")
+	os.WriteFile(file, nil, 0o600)
+	wantCode(t, VerifyOwnerOnlyPath(file, Directory), exactfs.CodeNotDirectory)
+	wantCode(t, VerifyOwnerOnlyPath(root, File), exactfs.CodeNotRegularFile)
+	wantCode(t, VerifyOwnerOnlyPath(filepath.Join(root, "missing"), File), exactfs.CodeNotFound)
+}
+
+// addUser creates a throwaway system user and returns its uid.
+func addUser(t *testing.T) int {
+	t.Helper()
+	testfs.RequireRoot(t)
+	useradd := testfs.RequireCommand(t, "useradd", "userdel")
+	name := "exfs" + strconv.Itoa(os.Getpid()%100000)
+	out, err := exec.Command(useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "already exists") {
+		t.Fatalf("useradd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", name).Run() })
+	out, err = exec.Command("id", "-u", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uid
+}
+
+func TestOwnerMismatch(t *testing.T) {
+	uid := addUser(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	file := filepath.Join(root, "f")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(file, []byte("x"), 0o644)
+	chmod(t, dir, 0o755)
+	chmod(t, file, 0o644)
+	for _, c := range []struct {
+		path string
+		kind Kind
+	}{{dir, Directory}, {file, File}} {
+		if err := os.Chown(c.path, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, VerifyOwnerOnlyPath(c.path, c.kind), CodeOwnerMismatch)
+		err := ApplyOwnerOnlyPath(c.path, c.kind)
+		wantCode(t, err, CodeOwnerMismatch)
+		if !errors.Is(err, ErrOwnerMismatch) {
+			t.Fatal("errors.Is ErrOwnerMismatch false")
+		}
+		// Apply never touches what it does not own.
+		fi, _ := os.Lstat(c.path)
+		if fi.Mode().Perm() == 0o700 || fi.Mode().Perm() == 0o600 {
+			t.Fatalf("%s: apply changed the mode of a file owned by uid %d", c.path, uid)
+		}
+	}
+}
+
+// setfacl runs setfacl, skipping (CI: failing) where the tool or the
+// filesystem's ACL support is missing.
+func setfacl(t *testing.T, args ...string) {
+	t.Helper()
+	bin := testfs.RequireCommand(t, "setfacl")
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil && strings.Contains(string(out), "Operation not supported") {
+		testfs.Require(t, "a filesystem with POSIX ACLs", false, string(out))
+	}
+	if err != nil {
+		t.Fatalf("setfacl %v: %v: %s", args, err, out)
+	}
+}
+
+func hasXattr(t *testing.T, p, name string) bool {
+	t.Helper()
+	_, err := unix.Lgetxattr(p, name, nil)
+	if err == nil {
+		return true
+	}
+	if err != unix.ENODATA {
+		t.Fatalf("getxattr %s %s: %v", p, name, err)
+	}
+	return false
+}
+
+func TestACLPresentThenCleared(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "f")
+	dir := filepath.Join(root, "d")
+	os.WriteFile(file, []byte("x"), 0o600)
+	os.Mkdir(dir, 0o700)
+	chmod(t, dir, 0o700)
+
+	setfacl(t, "-m", "u:nobody:r", file)
+	err := VerifyOwnerOnlyPath(file, File)
+	var e *Error
+	if !errors.As(err, &e) || (e.Code != CodeACLPresent && e.Code != CodeModeMismatch) {
+		t.Fatalf("verify with an access ACL: %v, want acl_present (or mode_mismatch: setfacl widened the mask)", err)
+	}
+	chmod(t, file, 0o600) // the mask entry now hides the named entry from the mode bits
+	if !hasXattr(t, file, xattrACLAccess) {
+		t.Fatal("chmod removed the ACL; the test cannot show acl_present")
+	}
+	err = VerifyOwnerOnlyPath(file, File)
+	if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLOperation != ACLQuery || e.ACLAttribute != ACLAccess {
+		t.Fatalf("verify: %v, want acl_present (query, access)", err)
+	}
+	if !errors.Is(err, ErrACLPresent) {
+		t.Fatal("errors.Is ErrACLPresent false")
+	}
+	if err := ApplyOwnerOnlyPath(file, File); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if hasXattr(t, file, xattrACLAccess) {
+		t.Fatal("apply left the access ACL")
+	}
+	if err := VerifyOwnerOnlyPath(file, File); err != nil {
+		t.Fatalf("verify after apply: %v", err)
+	}
+
+	// A default ACL on a directory: every file created in it would inherit
+	// it.
+	setfacl(t, "-d", "-m", "u:nobody:rwx", dir)
+	err = VerifyOwnerOnlyPath(dir, Directory)
+	if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLAttribute != ACLDefault {
+		t.Fatalf("verify dir: %v, want acl_present (query, default)", err)
+	}
+	if err := ApplyOwnerOnlyPath(dir, Directory); err != nil {
+		t.Fatalf("apply dir: %v", err)
+	}
+	if hasXattr(t, dir, xattrACLDefault) || hasXattr(t, dir, xattrACLAccess) {
+		t.Fatal("apply left an ACL on the directory")
+	}
+	if err := VerifyOwnerOnlyPath(dir, Directory); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestACLLayoutClassifier(t *testing.T) {
+	// The kernel validates ACL xattrs on write, so a malformed one cannot be
+	// planted on a real file; the classifier behind acl_malformed is checked
+	// directly.
+	if wellFormedACL([]byte{1, 0, 0, 0}) || wellFormedACL([]byte{2, 0, 0, 0, 1}) || !wellFormedACL([]byte{2, 0, 0, 0}) {
+		t.Fatal("wellFormedACL misclassifies")
+	}
+}
+
+func TestFIFORefusedWithoutBlocking(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, func() {
+		wantCode(t, VerifyOwnerOnlyPath(fifo, Directory), exactfs.CodeNotDirectory)
+		wantCode(t, ApplyOwnerOnlyPath(fifo, Directory), exactfs.CodeNotDirectory)
+		wantCode(t, ApplyOwnerOnlyPath(fifo, File), exactfs.CodeNotRegularFile)
+	})
+	if got := mode(t, fifo); got != 0o644 {
+		t.Fatalf("FIFO mode changed to %v", got)
+	}
+}
+
+func TestSymlinkRefusedTargetUntouched(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	os.Mkdir(real, 0o755)
+	chmod(t, real, 0o755)
+	target := filepath.Join(real, "f")
+	os.WriteFile(target, []byte("x"), 0o644)
+	chmod(t, target, 0o644)
+	os.Symlink(target, filepath.Join(root, "filelink"))
+	os.Symlink(real, filepath.Join(root, "dirlink"))
+
+	for _, c := range []struct {
+		path string
+		kind Kind
+	}{
+		{filepath.Join(root, "filelink"), File},     // final component
+		{filepath.Join(root, "dirlink"), Directory}, // final component, directory
+		{filepath.Join(root, "dirlink", "f"), File}, // ancestor
+		{filepath.Join(root, "dirlink", "."), Directory},
+	} {
+		for _, apply := range []bool{false, true} {
+			var err error
+			if apply {
+				err = ApplyOwnerOnlyPath(c.path, c.kind)
+			} else {
+				err = VerifyOwnerOnlyPath(c.path, c.kind)
+			}
+			wantCode(t, err, exactfs.CodeReparsePoint)
+			if !errors.Is(err, exactfs.ErrReparsePoint) {
+				t.Fatal("errors.Is ErrReparsePoint false")
+			}
+		}
+	}
+	if mode(t, real) != 0o755 || mode(t, target) != 0o644 {
+		t.Fatalf("a symlink's target was changed: dir %v file %v", mode(t, real), mode(t, target))
+	}
+}

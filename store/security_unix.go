@@ -1,0 +1,128 @@
+//go:build unix
+
+package store
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/exactfs/exactfs"
+	"golang.org/x/sys/unix"
+)
+
+// withFD runs fn on f's descriptor without switching it to blocking mode
+// (os.File.Fd would).
+func withFD(f *os.File, fn func(fd int) error) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := sc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+func ownerOnly(op string, f *os.File, apply bool) error {
+	return withFD(f, func(fd int) error { return ownerOnlyFD(op, f.Name(), fd, apply) })
+}
+
+func ownerOnlyFD(op, path string, fd int, apply bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
+	}
+	var kind Kind
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		kind = Directory
+	case unix.S_IFREG:
+		kind = File
+	default:
+		return newErr(op, path, exactfs.CodeNotRegularFile, "neither a regular file nor a directory; refusing", nil)
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid {
+		// Never chown: a file someone else owns is not ours to adopt.
+		return newErr(op, path, CodeOwnerMismatch,
+			fmt.Sprintf("owned by uid %d, not by the effective uid %d", st.Uid, euid), nil)
+	}
+	want := kind.perm()
+	if apply {
+		if uint32(st.Mode)&0o7777 != want {
+			if err := unix.Fchmod(fd, want); err != nil {
+				return newErr(op, path, exactfs.CodeIOError, "fchmod failed", err)
+			}
+		}
+		// The mode is set before the ACL is cleared: on Linux a chmod
+		// rewrites the mask entry of an access ACL, but only the removal
+		// takes the named entries away.
+		for _, attr := range aclAttributes(kind) {
+			if err := aclClear(op, path, fd, attr); err != nil {
+				return err
+			}
+			if err := aclQuery(op, path, fd, attr); err != nil {
+				return err
+			}
+		}
+		// Verify what we did, from the descriptor again.
+		op = "verify"
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return newErr(op, path, CodeOwnerMismatch, fmt.Sprintf("owned by uid %d", st.Uid), nil)
+	}
+	if got := uint32(st.Mode) & 0o7777; got != want {
+		return newErr(op, path, CodeModeMismatch,
+			fmt.Sprintf("mode %v, want %v (owner-only %s)", fs.FileMode(got).Perm(), fs.FileMode(want).Perm(), kind), nil)
+	}
+	for _, attr := range aclAttributes(kind) {
+		if err := aclQuery(op, path, fd, attr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func aclErr(op, path string, c exactfs.Code, aclOp, attr, detail string, cause error) error {
+	e := newErr(op, path, c, detail, cause)
+	e.ACLOperation, e.ACLAttribute = aclOp, attr
+	return e
+}
+
+// dirFile returns a descriptor for the directory d, which the exactfs walker
+// opened without following links. exactfs does not hand out its descriptor,
+// so the directory is opened again (by path, or by rel beneath at) and the
+// new descriptor is accepted only if fstat proves it is the same inode as d:
+// the proof is on the object, not on how the path was walked.
+func dirFile(at *os.File, path string, d *exactfs.Dir) (*os.File, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	var fd int
+	var err error
+	if at == nil {
+		fd, err = unix.Open(path, flags, 0)
+	} else {
+		err = withFD(at, func(dirfd int) error {
+			var oerr error
+			fd, oerr = unix.Openat(dirfd, path, flags, 0)
+			return oerr
+		})
+	}
+	if err != nil {
+		return nil, newErr("open", path, CodeRootChanged, "the directory could not be opened again to prove its identity", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, newErr("open", path, exactfs.CodeIOError, "fstat failed", err)
+	}
+	dev, ino := d.Inode()
+	if uint64(st.Dev) != dev || uint64(st.Ino) != ino {
+		unix.Close(fd)
+		return nil, newErr("open", path, exactfs.CodeIdentityMismatch, "the path now names another directory", nil)
+	}
+	return os.NewFile(uintptr(fd), d.Name()), nil
+}

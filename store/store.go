@@ -1,0 +1,605 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// Hook points of the store, for tests of its race windows.
+const (
+	// HookPublishStaged fires in Publish when the complete, owner-only
+	// file sits under its private staging name, before the fence is
+	// asserted and the file is renamed into place.
+	HookPublishStaged = "store.publish.staged"
+	// HookBeforeCommit fires in every mutation after the checks that
+	// precede it (binding, fence) and before the primitive that commits.
+	HookBeforeCommit = "store.mutation.before-commit"
+)
+
+// LocksDir is the directory, inside a store, that holds its fence leases.
+const LocksDir = "locks"
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct{ create, repair bool }
+
+// Create makes Open create the directory (mode 0700, owner-only) when it
+// does not exist. Its parent must exist.
+func Create() Option { return func(o *options) { o.create = true } }
+
+// Repair makes Open apply owner-only security to an existing directory
+// instead of only verifying it.
+func Repair() Option { return func(o *options) { o.repair = true } }
+
+// Store is an owner-only directory of files, bound to one inode. Its
+// methods are safe for concurrent use.
+type Store struct {
+	path     string
+	root     *exactfs.Dir
+	rootFile *os.File // the same directory, for security calls on its descriptor
+	dev, ino uint64
+
+	mu    sync.Mutex
+	fence *Lease
+}
+
+// Open opens the store at dir and binds it to the directory's device and
+// inode. The directory must be owner-only (verified, or applied with
+// Repair or when Create made it).
+func Open(dir string, opts ...Option) (*Store, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	dir = filepath.Clean(dir)
+	apply := o.repair
+	d, err := exactfs.OpenDir(dir)
+	if err != nil && o.create && errors.Is(err, exactfs.ErrNotFound) {
+		if merr := exactfs.Mkdir(dir, 0o700); merr != nil && !errors.Is(merr, exactfs.ErrDestinationExists) {
+			return nil, merr
+		}
+		apply = true
+		d, err = exactfs.OpenDir(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := dirFile(nil, dir, d)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if apply {
+		err = ApplyOwnerOnly(f)
+	} else {
+		err = VerifyOwnerOnly(f)
+	}
+	if err != nil {
+		f.Close()
+		d.Close()
+		return nil, err
+	}
+	s := &Store{path: dir, root: d, rootFile: f}
+	s.dev, s.ino = d.Inode()
+	return s, nil
+}
+
+// Path returns the path the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the fence lease, if any, and closes the store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	fence := s.fence
+	s.mu.Unlock()
+	var err error
+	if fence != nil {
+		err = fence.Release()
+	}
+	s.rootFile.Close()
+	s.root.Close()
+	return err
+}
+
+// checkBinding proves the store's path still names the directory the store
+// is bound to. Operations go through the bound descriptor either way; the
+// check makes sure that what they do is what a reader of the path sees.
+func (s *Store) checkBinding(op, rel string) error {
+	d, err := exactfs.OpenDir(s.path)
+	if err != nil {
+		return &Error{Op: op, Path: s.join(rel), Code: CodeRootChanged, Err: err,
+			Detail: "root binding changed: " + s.path + " no longer names the store's directory"}
+	}
+	dev, ino := d.Inode()
+	d.Close()
+	if dev != s.dev || ino != s.ino {
+		return &Error{Op: op, Path: s.join(rel), Code: CodeRootChanged,
+			Detail: "root binding changed: " + s.path + " was replaced by another directory"}
+	}
+	return nil
+}
+
+func (s *Store) join(rel string) string { return filepath.Join(s.path, rel) }
+
+// cleanRel checks a store-relative path: not empty, not absolute, no "..",
+// no NUL. It returns the parent ("" for the root) and the final name.
+func cleanRel(op, rel string, allowRoot bool) (parent, base string, err error) {
+	bad := func(why string) (string, string, error) {
+		return "", "", &Error{Op: op, Path: rel, Code: exactfs.CodeInvalidRequest, Detail: why}
+	}
+	if strings.IndexByte(rel, 0) >= 0 {
+		return bad("the path contains a NUL byte")
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") {
+		return bad("an absolute path is refused: name a path inside the store")
+	}
+	var comps []string
+	for _, c := range strings.Split(filepath.ToSlash(rel), "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			return bad(`".." is refused: a store path may not climb out of the store`)
+		}
+		comps = append(comps, c)
+	}
+	if len(comps) == 0 {
+		if allowRoot {
+			return "", "", nil
+		}
+		return bad("the path names the store itself, not a file in it")
+	}
+	return strings.Join(comps[:len(comps)-1], "/"), comps[len(comps)-1], nil
+}
+
+// parentDir opens the parent directory of a store path (through the
+// exactfs walker, which refuses symlinks) and verifies it is owner-only.
+// The returned close function closes what was opened.
+func (s *Store) parentDir(op, parent string) (*exactfs.Dir, func(), error) {
+	if parent == "" {
+		if err := VerifyOwnerOnly(s.rootFile); err != nil {
+			return nil, nil, err
+		}
+		return s.root, func() {}, nil
+	}
+	d, err := s.root.OpenDir(parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := dirFile(s.rootFile, parent, d)
+	if err == nil {
+		err = VerifyOwnerOnly(f)
+		f.Close()
+	}
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, func() { d.Close() }, nil
+}
+
+// AcquireFence takes the lease locks/.gjc-<name>.lock inside the store as
+// its mutation fence. From then on every mutation asserts the lease before
+// and after it commits, and fails with ErrLeaseLost (publishing nothing,
+// where the lease is found lost before the commit) once the lease is gone,
+// released included. A store has at most one fence.
+func (s *Store) AcquireFence(ctx context.Context, name string, opts ...LeaseOption) (*Lease, error) {
+	if err := validLeaseName(name); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fence != nil {
+		return nil, newErr("fence", s.path, exactfs.CodeInvalidRequest, "the store already has a mutation fence", nil)
+	}
+	if err := s.checkBinding("fence", LocksDir); err != nil {
+		return nil, err
+	}
+	if _, err := s.mkdir("fence", LocksDir); err != nil && !errors.Is(err, exactfs.ErrDestinationExists) {
+		return nil, err
+	}
+	d, closeDir, err := s.parentDir("fence", LocksDir)
+	if err != nil {
+		return nil, err
+	}
+	_ = closeDir // the lease owns d from here on
+	cfg := defaultLeaseConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	l, err := acquireIn(ctx, d, ".gjc-"+name, cfg)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	l.ownsDir = true
+	if err := s.checkBinding("fence", LocksDir); err != nil {
+		return nil, errors.Join(err, l.Release())
+	}
+	s.fence = l
+	return l, nil
+}
+
+func (s *Store) fenceLease() *Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fence
+}
+
+// before runs the checks that precede a mutation.
+func (s *Store) before(op, rel string) error {
+	if err := s.checkBinding(op, rel); err != nil {
+		return err
+	}
+	if l := s.fenceLease(); l != nil {
+		if err := l.AssertOwned(); err != nil {
+			e := err.(*Error)
+			return &Error{Op: op, Path: s.join(rel), Code: CodeLeaseLost, Err: e, Detail: "refusing to mutate: the store's fence lease is lost"}
+		}
+	}
+	return nil
+}
+
+// after runs the same checks once the mutation committed; a failure says
+// so (Committed).
+func (s *Store) after(op, rel string) error {
+	if err := s.before(op, rel); err != nil {
+		err.(*Error).Committed = true
+		return err
+	}
+	return nil
+}
+
+// Publish creates the file rel with data, owner-only, and never replaces:
+// an existing rel is destination_exists and nothing changes. The file is
+// written completely under a private staging name in the same directory
+// (".<name>.<uuid>.staging"), made owner-only and verified, and only then,
+// after the binding and the fence are asserted once more, moved into place
+// with a no-replace rename and made durable. A lease lost before that
+// rename publishes nothing.
+func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
+	const op = "publish"
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if err := s.before(op, rel); err != nil {
+		return exactfs.Identity{}, err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer done()
+	stg := "." + base + "." + exactfs.NewUUID() + exactfs.StagingSuffix
+	staged, err := d.Publish(stg, data, 0o600)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	discard := func(cause error) (exactfs.Identity, error) {
+		if uerr := d.UnlinkExact(stg, staged, storeRetireName()); uerr != nil {
+			return exactfs.Identity{}, errors.Join(cause, uerr)
+		}
+		return exactfs.Identity{}, cause
+	}
+	if err := secureNamed(d, stg, staged); err != nil {
+		return discard(err)
+	}
+	hook.Fire(HookPublishStaged, s.join(rel))
+	if err := s.before(op, rel); err != nil {
+		return discard(err)
+	}
+	hook.Fire(HookBeforeCommit, s.join(rel))
+	c, err := d.RenameNoReplace(stg, base)
+	if err != nil {
+		if c == exactfs.NotCommitted {
+			return discard(err)
+		}
+		return exactfs.Identity{}, err
+	}
+	// The rename must survive a power cut before Publish reports success.
+	if err := d.Sync(); err != nil {
+		return exactfs.Identity{}, err
+	}
+	id, err := d.IdentityOf(base)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !id.SameContent(staged) {
+		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeIdentityMismatch, Committed: true,
+			Detail: "published, but the name was taken over right after"}
+	}
+	return id, s.after(op, rel)
+}
+
+// secureNamed applies owner-only security to the regular file name in d,
+// through a descriptor proved to be the inode want.
+func secureNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return err
+	}
+	if !id.SameInode(want) {
+		return newErr("apply", f.Name(), exactfs.CodeIdentityMismatch, "the name no longer holds the file that was written", nil)
+	}
+	return ApplyOwnerOnly(f)
+}
+
+// verifyNamed verifies the regular file name in d is owner-only and is the
+// inode want.
+func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := VerifyOwnerOnly(f); err != nil {
+		return err
+	}
+	_, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return err
+	}
+	if !id.SameInode(want) {
+		return newErr("verify", f.Name(), exactfs.CodeIdentityMismatch, "the name no longer holds the file that was written", nil)
+	}
+	return nil
+}
+
+// Replace writes rel atomically and durably (old bytes or new, never torn),
+// creating it if absent. The new file is created 0600 in a directory
+// verified to carry no default ACL, and verified owner-only afterwards.
+//
+// Unlike Publish, the commit happens inside the exactfs primitive, which
+// stages the bytes itself: a fence lease lost while the bytes are being
+// staged is detected after the commit and reported as ErrLeaseLost with
+// Committed set.
+func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
+	const op = "replace"
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if err := s.before(op, rel); err != nil {
+		return exactfs.Identity{}, err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer done()
+	hook.Fire(HookBeforeCommit, s.join(rel))
+	id, err := d.WriteFile(base, data, 0o600)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if err := verifyNamed(d, base, id); err != nil {
+		return exactfs.Identity{}, err
+	}
+	return id, s.after(op, rel)
+}
+
+// ReadExpected reads rel and proves what it read: the bytes and the
+// identity come from one no-follow descriptor, which is verified owner-only
+// first. The identity is what ReplaceExpected and RemoveExpected compare.
+func (s *Store) ReadExpected(rel string) ([]byte, exactfs.Identity, error) {
+	const op = "read"
+	if _, _, err := cleanRel(op, rel, false); err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	if err := s.checkBinding(op, rel); err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	f, err := s.root.OpenFile(rel, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	defer f.Close()
+	if err := VerifyOwnerOnly(f); err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	return exactfs.CaptureFile(f)
+}
+
+// SameFile reports whether the identity have still counts as the file
+// captured as want, for the store's compare-and-swap and compare-and-delete:
+// the same device and inode, size, modification time and SHA-256 of the
+// bytes. The status change time is not compared: chmod, ACL tools, the
+// store's own security repair and even rename move it without changing the
+// file (SPEC §1 compares ctime only where a rule says so). The modification
+// time is compared: a writer that rewrote the same bytes is still another
+// writer, and the compare must not be fooled by it (ABA).
+func SameFile(want, have exactfs.Identity) bool { return want.SameContent(have) }
+
+// ReplaceExpected is compare-and-swap: it replaces rel with data only if rel
+// is still the file captured as want (see SameFile for the fields compared;
+// a hard-linked file is refused). The swap is an atomic exchange, so the
+// name is never missing; a writer that got in first keeps its file and the
+// result is identity_mismatch. The new file keeps the predecessor's mode,
+// which is verified owner-only.
+func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) (exactfs.Identity, error) {
+	const op = "replace-expected"
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if err := s.before(op, rel); err != nil {
+		return exactfs.Identity{}, err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer done()
+	f, err := d.OpenFile(base, os.O_RDONLY, 0)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	_, have, err := exactfs.CaptureFile(f)
+	if err == nil {
+		err = VerifyOwnerOnly(f)
+	}
+	f.Close()
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !SameFile(want, have) {
+		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeIdentityMismatch,
+			Detail: "not the expected file (another writer changed it); nothing was replaced"}
+	}
+	hook.Fire(HookBeforeCommit, s.join(rel))
+	// exactfs compares every field; have differs from want at most in
+	// ctime and link count, which the store does not compare (nlink is
+	// checked by exactfs itself: it must be 1).
+	id, err := d.ReplaceExpected(base, data, have)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if err := verifyNamed(d, base, id); err != nil {
+		return exactfs.Identity{}, err
+	}
+	return id, s.after(op, rel)
+}
+
+// storeRetireName is the quarantine name of the store's exact unlinks.
+func storeRetireName() string { return StoreRetirePrefix + exactfs.NewUUID() }
+
+// StoreRetirePrefix starts the quarantine name of the store's exact
+// unlinks; LeaseRetirePrefix that of lease reclaims. The reaper knows both.
+const (
+	StoreRetirePrefix = ".gjc-store-retire-"
+	LeaseRetirePrefix = ".gjc-lock-retire-"
+)
+
+// RemoveExpected removes rel only if it is still the file captured as want
+// (see SameFile), by exact unlink: a successor at the name survives.
+func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
+	const op = "remove"
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return err
+	}
+	if err := s.before(op, rel); err != nil {
+		return err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return err
+	}
+	defer done()
+	hook.Fire(HookBeforeCommit, s.join(rel))
+	if err := d.UnlinkExact(base, want, storeRetireName()); err != nil {
+		return err
+	}
+	return s.after(op, rel)
+}
+
+// Mkdir creates the directory rel, owner-only (0700, no ACL), and verifies
+// it.
+func (s *Store) Mkdir(rel string) error {
+	const op = "mkdir"
+	if _, _, err := cleanRel(op, rel, false); err != nil {
+		return err
+	}
+	if err := s.before(op, rel); err != nil {
+		return err
+	}
+	if _, err := s.mkdir(op, rel); err != nil {
+		return err
+	}
+	return s.after(op, rel)
+}
+
+func (s *Store) mkdir(op, rel string) (exactfs.Identity, error) {
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer done()
+	hook.Fire(HookBeforeCommit, s.join(rel))
+	if err := d.Mkdir(base, 0o700); err != nil {
+		return exactfs.Identity{}, err
+	}
+	sub, err := d.OpenDir(base)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer sub.Close()
+	pf := s.rootFile
+	if parent != "" {
+		if pf, err = dirFile(s.rootFile, parent, d); err != nil {
+			return exactfs.Identity{}, err
+		}
+		defer pf.Close()
+	}
+	f, err := dirFile(pf, base, sub)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer f.Close()
+	if err := ApplyOwnerOnly(f); err != nil {
+		return exactfs.Identity{}, err
+	}
+	// The new entry must survive a power cut.
+	if err := d.Sync(); err != nil {
+		return exactfs.Identity{}, err
+	}
+	return sub.Stat()
+}
+
+// List returns the names in the directory rel ("" or "." for the store
+// itself), sorted, without the private names of crash residue (staging
+// files, placeholders, quarantine names), which are not data.
+func (s *Store) List(rel string) ([]string, error) {
+	const op = "list"
+	parent, base, err := cleanRel(op, rel, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBinding(op, rel); err != nil {
+		return nil, err
+	}
+	d := s.root
+	if base != "" {
+		if d, err = s.root.OpenDir(filepath.Join(parent, base)); err != nil {
+			return nil, err
+		}
+		defer d.Close()
+	}
+	names, err := d.ReadDirNames()
+	if err != nil {
+		return nil, err
+	}
+	names = slices.DeleteFunc(names, isPrivateName)
+	slices.Sort(names)
+	return names, nil
+}
+
+// isPrivateName reports whether name is a private residue name (SPEC §2.7)
+// or one of the store's quarantine names.
+func isPrivateName(name string) bool {
+	if _, ok := exactfs.StagingTarget(name); ok {
+		return true
+	}
+	return strings.HasPrefix(name, ".gjc-delete-") || strings.HasPrefix(name, exactfs.PlaceholderPrefix) ||
+		strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) ||
+		strings.HasSuffix(name, exactfs.RemovingSuffix)
+}

@@ -1,0 +1,441 @@
+//go:build unix
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// entries lists every name under dir, recursively, relative to dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
+
+func TestOpenCreatesOwnerOnlyAndVerifies(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "s")
+	if _, err := Open(p); !errors.Is(err, exactfs.ErrNotFound) {
+		t.Fatalf("Open of a missing directory: %v, want not_found", err)
+	}
+	s, err := Open(p, Create())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if m := mode(t, p); m != 0o700 {
+		t.Fatalf("created with mode %v", m)
+	}
+	chmod(t, p, 0o755)
+	_, err = Open(p)
+	wantCode(t, err, CodeModeMismatch)
+	s, err = Open(p, Repair())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if m := mode(t, p); m != 0o700 {
+		t.Fatalf("repaired to mode %v", m)
+	}
+	os.Symlink(p, filepath.Join(root, "link"))
+	_, err = Open(filepath.Join(root, "link"))
+	wantCode(t, err, exactfs.CodeReparsePoint)
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	s := newStore(t)
+	if err := s.Mkdir("sub"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Publish("sub/a.json", []byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish("sub/a.json", []byte("two")); !errors.Is(err, exactfs.ErrDestinationExists) {
+		t.Fatalf("second publish: %v, want destination_exists", err)
+	}
+	data, rid, err := s.ReadExpected("sub/a.json")
+	if err != nil || string(data) != "one" || !SameFile(id, rid) {
+		t.Fatalf("read: %q %v %v", data, rid, err)
+	}
+	id2, err := s.ReplaceExpected("sub/a.json", []byte("three"), rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Replace("sub/b.json", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Replace("sub/b.json", []byte("bb")); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.List("sub")
+	if err != nil || !slices.Equal(names, []string{"a.json", "b.json"}) {
+		t.Fatalf("list: %v %v", names, err)
+	}
+	for _, p := range []string{"sub", "sub/a.json", "sub/b.json"} {
+		want := os.FileMode(0o600)
+		if p == "sub" {
+			want = 0o700
+		}
+		if m := mode(t, filepath.Join(s.Path(), p)); m != want {
+			t.Fatalf("%s: mode %v, want %v", p, m, want)
+		}
+	}
+	if err := s.RemoveExpected("sub/a.json", rid); !errors.Is(err, exactfs.ErrIdentityMismatch) {
+		t.Fatalf("remove with the replaced identity: %v", err)
+	}
+	if err := s.RemoveExpected("sub/a.json", id2); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, s.Path()); !slices.Equal(got, []string{"sub", "sub/b.json"}) {
+		t.Fatalf("left behind: %v", got)
+	}
+}
+
+func TestStorePathRefusals(t *testing.T) {
+	s := newStore(t)
+	outside := t.TempDir()
+	chmod(t, outside, 0o700)
+	if err := s.Mkdir("a"); err != nil {
+		t.Fatal(err)
+	}
+	// a/link is a symlink to a directory outside the store.
+	if err := os.Symlink(outside, filepath.Join(s.Path(), "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "b"), []byte("outside"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := entries(t, s.Path())
+	for _, c := range []struct {
+		rel  string
+		code exactfs.Code
+	}{
+		{"../x", exactfs.CodeInvalidRequest},
+		{"a/../../x", exactfs.CodeInvalidRequest},
+		{"/abs", exactfs.CodeInvalidRequest},
+		{filepath.Join(outside, "b"), exactfs.CodeInvalidRequest},
+		{"a/link/b", exactfs.CodeReparsePoint},
+		{"a/link", exactfs.CodeReparsePoint},
+		{"", exactfs.CodeInvalidRequest},
+		{"bad\x00name", exactfs.CodeInvalidRequest},
+	} {
+		ops := map[string]error{}
+		_, ops["publish"] = s.Publish(c.rel, []byte("x"))
+		_, ops["replace"] = s.Replace(c.rel, []byte("x"))
+		_, _, ops["read"] = s.ReadExpected(c.rel)
+		_, ops["replace-expected"] = s.ReplaceExpected(c.rel, []byte("x"), exactfs.Identity{})
+		ops["remove"] = s.RemoveExpected(c.rel, exactfs.Identity{})
+		ops["mkdir"] = s.Mkdir(c.rel)
+		for op, err := range ops {
+			want := c.code
+			if c.rel == "a/link" && (op == "publish" || op == "mkdir") {
+				want = exactfs.CodeDestinationExists // the name is taken; nothing follows the link
+			}
+			if got := CodeOf(err); got != want {
+				t.Errorf("%s(%q): %v (code %q), want %q", op, c.rel, err, got, want)
+			}
+		}
+	}
+	for _, rel := range []string{"../x", "/abs", "a/link"} {
+		_, err := s.List(rel)
+		if err == nil {
+			t.Errorf("List(%q) succeeded", rel)
+		}
+	}
+	if got := entries(t, s.Path()); !slices.Equal(got, before) {
+		t.Fatalf("store changed: %v -> %v", before, got)
+	}
+	if got := entries(t, outside); !slices.Equal(got, []string{"b"}) || string(readFile(t, filepath.Join(outside, "b"))) != "outside" {
+		t.Fatalf("outside changed: %v", got)
+	}
+}
+
+func TestRootReplacedRefusesEverything(t *testing.T) {
+	s := newStore(t)
+	id, err := s.Publish("f", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := s.Path() + ".moved"
+	if err := os.Rename(s.Path(), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(s.Path(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, s.Path(), 0o700)
+	ops := map[string]error{}
+	_, ops["publish"] = s.Publish("g", []byte("x"))
+	_, ops["replace"] = s.Replace("f", []byte("x"))
+	_, _, ops["read"] = s.ReadExpected("f")
+	_, ops["replace-expected"] = s.ReplaceExpected("f", []byte("x"), id)
+	ops["remove"] = s.RemoveExpected("f", id)
+	ops["mkdir"] = s.Mkdir("d")
+	_, ops["list"] = s.List(".")
+	_, ops["reap"] = s.Reap()
+	_, ops["fence"] = s.AcquireFence(context.Background(), "f")
+	for op, err := range ops {
+		if !errors.Is(err, ErrRootChanged) {
+			t.Errorf("%s after the root was replaced: %v, want root binding changed", op, err)
+		}
+	}
+	if got := entries(t, s.Path()); len(got) != 0 {
+		t.Fatalf("the new directory was written: %v", got)
+	}
+	if got := entries(t, moved); !slices.Equal(got, []string{"f"}) || string(readFile(t, filepath.Join(moved, "f"))) != "v1" {
+		t.Fatalf("the old directory changed: %v", got)
+	}
+	// Removed altogether: the same.
+	os.Remove(s.Path())
+	if _, err := s.Publish("g", []byte("x")); !errors.Is(err, ErrRootChanged) {
+		t.Fatalf("publish after the root was removed: %v", err)
+	}
+}
+
+// A root replaced in the middle of a mutation is reported after it.
+func TestRootReplacedDuringMutationReported(t *testing.T) {
+	s := newStore(t)
+	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) {
+		os.Rename(s.Path(), s.Path()+".moved")
+		os.Mkdir(s.Path(), 0o700)
+	}))
+	defer restore()
+	_, err := s.Replace("f", []byte("x"))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeRootChanged || !e.Committed {
+		t.Fatalf("replace: %v, want root binding changed, committed", err)
+	}
+}
+
+func TestReplaceExpectedStaleIdentity(t *testing.T) {
+	s := newStore(t)
+	if _, err := s.Publish("f", []byte("mine")); err != nil {
+		t.Fatal(err)
+	}
+	_, stale, err := s.ReadExpected("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer replaces the file.
+	if _, err := s.Replace("f", []byte("theirs")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ReplaceExpected("f", []byte("lost update"), stale)
+	if !errors.Is(err, exactfs.ErrIdentityMismatch) {
+		t.Fatalf("replace with a stale identity: %v, want identity_mismatch", err)
+	}
+	if got := string(readFile(t, filepath.Join(s.Path(), "f"))); got != "theirs" {
+		t.Fatalf("the other writer's bytes were lost: %q", got)
+	}
+	if err := s.RemoveExpected("f", stale); !errors.Is(err, exactfs.ErrIdentityMismatch) {
+		t.Fatalf("remove with a stale identity: %v", err)
+	}
+	if got := entries(t, s.Path()); !slices.Equal(got, []string{"f"}) {
+		t.Fatalf("residue: %v", got)
+	}
+}
+
+// The store's compare-and-swap ignores ctime (chmod, ACL tools, the store's
+// own repair move it) and compares mtime (a rewrite of the same bytes by
+// another writer is another file).
+func TestCASComparesMtimeNotCtime(t *testing.T) {
+	s := newStore(t)
+	p := filepath.Join(s.Path(), "f")
+	if _, err := s.Publish("f", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	_, id, err := s.ReadExpected("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	chmod(t, p, 0o600) // ctime moves, nothing else
+	_, now, _ := s.ReadExpected("f")
+	if now.CtimeNs == id.CtimeNs || !SameFile(id, now) {
+		t.Fatalf("chmod did not move only ctime: %v -> %v", id, now)
+	}
+	id2, err := s.ReplaceExpected("f", []byte("v2"), id)
+	if err != nil {
+		t.Fatalf("replace after a ctime-only change: %v", err)
+	}
+	// Same inode, same bytes, same size, another mtime.
+	mt := time.Unix(0, id2.MtimeNs).Add(-time.Hour)
+	if err := os.Chtimes(p, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ReplaceExpected("f", []byte("v3"), id2)
+	if !errors.Is(err, exactfs.ErrIdentityMismatch) {
+		t.Fatalf("replace after an mtime change: %v, want identity_mismatch", err)
+	}
+	if err := s.RemoveExpected("f", id2); !errors.Is(err, exactfs.ErrIdentityMismatch) {
+		t.Fatalf("remove after an mtime change: %v, want identity_mismatch", err)
+	}
+	if got := string(readFile(t, p)); got != "v2" {
+		t.Fatalf("content %q", got)
+	}
+}
+
+func TestStoreRefusesFilesThatAreNotOwnerOnly(t *testing.T) {
+	s := newStore(t)
+	id, err := s.Publish("f", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(s.Path(), "f")
+	chmod(t, p, 0o644)
+	_, _, err = s.ReadExpected("f")
+	wantCode(t, err, CodeModeMismatch)
+	_, err = s.ReplaceExpected("f", []byte("y"), id)
+	wantCode(t, err, CodeModeMismatch)
+	chmod(t, s.Path(), 0o755)
+	_, err = s.Publish("g", []byte("x"))
+	wantCode(t, err, CodeModeMismatch)
+	if _, err := os.Lstat(filepath.Join(s.Path(), "g")); !os.IsNotExist(err) {
+		t.Fatal("published into a directory that is not owner-only")
+	}
+}
+
+func TestListHidesResidue(t *testing.T) {
+	s := newStore(t)
+	s.Publish("a", nil)
+	for _, n := range []string{".a.0b9d2e7c-3d5e-4f7a-8b9c-0d1e2f3a4b5c.staging", exactfs.PlaceholderPrefix + "1-2", StoreRetirePrefix + "x"} {
+		os.WriteFile(filepath.Join(s.Path(), n), nil, 0o600)
+	}
+	names, err := s.List("")
+	if err != nil || !slices.Equal(names, []string{"a"}) {
+		t.Fatalf("list: %v %v", names, err)
+	}
+}
+
+// stealLease rewrites a lease record in place with another attempt id.
+func stealLease(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	r, err := ParseLeaseRecord(b)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	r.AttemptID = exactfs.NewUUID()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	f.Write(r.Marshal())
+	f.Close()
+}
+
+func TestFenceStolenPublishesNothing(t *testing.T) {
+	s := newStore(t)
+	l, err := s.AcquireFence(context.Background(), "migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(s.Path(), LocksDir, ".gjc-migrate.lock"); l.Path() != want {
+		t.Fatalf("fence path %s, want %s", l.Path(), want)
+	}
+	if _, err := s.Publish("before", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Stolen after the first check, while the bytes are staged.
+	restore := hook.Set(HookPublishStaged, hook.Once(func(string) { stealLease(t, l.Path()) }))
+	_, err = s.Publish("stolen", []byte("x"))
+	restore()
+	var e *Error
+	if !errors.Is(err, ErrLeaseLost) || !errors.As(err, &e) || e.Committed {
+		t.Fatalf("publish with the lease stolen mid-way: %v, want lease lost, not committed", err)
+	}
+	// Every later mutation refuses up front.
+	_, err = s.Publish("later", []byte("x"))
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("later publish: %v", err)
+	}
+	if err := s.Mkdir("dir"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("mkdir: %v", err)
+	}
+	if _, err := s.Replace("before", []byte("y")); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("replace: %v", err)
+	}
+	if got := entries(t, s.Path()); !slices.Equal(got, []string{"before", LocksDir, filepath.Join(LocksDir, ".gjc-migrate.fence"), filepath.Join(LocksDir, ".gjc-migrate.lock")}) {
+		t.Fatalf("store holds %v", got)
+	}
+	if got := string(readFile(t, filepath.Join(s.Path(), "before"))); got != "x" {
+		t.Fatalf("before = %q", got)
+	}
+}
+
+func TestFenceReleasedRefusesMutations(t *testing.T) {
+	s := newStore(t)
+	l, err := s.AcquireFence(context.Background(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireFence(context.Background(), "g"); CodeOf(err) != exactfs.CodeInvalidRequest {
+		t.Fatalf("second fence: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish("x", nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("publish after the fence was released: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.Path(), "x")); !os.IsNotExist(err) {
+		t.Fatal("published without a fence")
+	}
+}
+
+// A lease lost during Replace's staging is reported after the commit.
+func TestFenceLostDuringReplaceReportedCommitted(t *testing.T) {
+	s := newStore(t)
+	l, err := s.AcquireFence(context.Background(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) { stealLease(t, l.Path()) }))
+	defer restore()
+	_, err = s.Replace("x", []byte("new"))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeLeaseLost || !e.Committed {
+		t.Fatalf("replace: %v, want lease lost, committed", err)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(s.Path(), "x")), []byte("new")) {
+		t.Fatal("not committed")
+	}
+}
