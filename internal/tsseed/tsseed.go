@@ -286,6 +286,20 @@ func Command(t testing.TB, configRoot, stateFile string, increments, holdMs int,
 	return cmd
 }
 
+// Run runs a worker as [Command] does, waits for it, and returns its summary
+// line ("worker pid=... increments=... elapsed_ms=... max_wait_ms=...").
+// The test fails, with the worker's output, if it exits non-zero.
+func Run(t testing.TB, configRoot, stateFile string, increments, holdMs int, logFile string) string {
+	t.Helper()
+	cmd := Command(t, configRoot, stateFile, increments, holdMs, logFile)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ts-seed worker on %s: %v\nstdout: %s\nstderr: %s", stateFile, err, stdout.Bytes(), stderr.Bytes())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
 // CheckNoOverlap is [holdlog.CheckNoOverlap]: it checks enter/exit logs
 // written by TypeScript workers and by Go processes (holdlog.Log) together.
 func CheckNoOverlap(logs ...string) error { return holdlog.CheckNoOverlap(logs...) }

@@ -149,6 +149,43 @@ func TestCheckersAgreeOnOverlap(t *testing.T) {
 	}
 }
 
+// TestRunContinues runs one worker on a fresh state file, then a second on
+// the same file: the count carries on, and the second reuses the first's
+// released tombstone in place (same inode) rather than replacing it.
+func TestRunContinues(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config")
+	state := filepath.Join(dir, "state.json")
+	if out := Run(t, config, state, 3, 0, ""); !strings.Contains(out, "increments=3") {
+		t.Fatalf("summary %q", out)
+	}
+	before, err := os.Stat(state + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Run(t, config, state, 2, 0, "")
+	after, err := os.Stat(state + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Errorf("%s.lock was replaced, not rewritten in place", state)
+	}
+	var st struct {
+		N int `json:"n"`
+	}
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.N != 5 {
+		t.Fatalf("state %s (%v), want n 5", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(config, "machine-identity.secret")); err != nil {
+		t.Fatalf("the worker did not use GJC_CONFIG_ROOT=%s: %v", config, err)
+	}
+}
+
 func TestSharedDirOverride(t *testing.T) {
 	src, err := SourceDir()
 	testfs.Require(t, "shared/interop/ts-seed", err == nil, fmt.Sprint(err))
