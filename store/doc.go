@@ -27,9 +27,10 @@
 // reports what it kept and why.
 //
 // What is not guaranteed: the fence is a check, not a storage-side
-// barrier. A lease lost in the instant between the last check and a commit
-// is reported after the commit (the mutation returns ErrLeaseLost and says it
-// committed); Publish narrows that instant to one rename. Lease records carry
+// barrier. Writes assert the lease once their bytes are staged, right before
+// the rename or exchange that commits them; a lease lost in the few system
+// calls between that check and the commit is reported after the commit (the
+// mutation returns ErrLeaseLost with Committed set). Lease records carry
 // no host id, so, as in the reference implementation, a lock directory is
 // assumed to be used from one host: a record from another host has another
 // boot id and counts as gone once its lease expires. Windows is not

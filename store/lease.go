@@ -75,8 +75,9 @@ func WaitBudget(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.w
 // 50 ms).
 func PollInterval(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.poll = d } }
 
-// CreateLocksDir makes AcquireLease create the locks directory (mode 0700)
-// when it does not exist.
+// CreateLocksDir makes AcquireLease create the locks directory (mode 0700,
+// owner-only) when it does not exist. An existing directory is verified,
+// never repaired.
 func CreateLocksDir() LeaseOption { return func(c *leaseConfig) { c.createDir = true } }
 
 // renewWithin is how close to expiry AssertOwned renews the lease.
@@ -152,18 +153,21 @@ func AcquireLease(ctx context.Context, locksDir, name string, opts ...LeaseOptio
 		return nil, err
 	}
 	d, err := exactfs.OpenDir(locksDir)
+	created := false
 	if err != nil && cfg.createDir && errors.Is(err, exactfs.ErrNotFound) {
 		if merr := exactfs.Mkdir(locksDir, 0o700); merr != nil && !errors.Is(merr, exactfs.ErrDestinationExists) {
 			return nil, merr
+		} else if merr == nil {
+			created = true
 		}
 		d, err = exactfs.OpenDir(locksDir)
 	}
 	if err != nil {
 		return nil, err
 	}
-	df, err := dirFile(nil, locksDir, d)
+	df, err := d.File()
 	if err == nil {
-		if cfg.createDir {
+		if created {
 			err = ApplyOwnerOnly(df)
 		} else {
 			err = VerifyOwnerOnly(df)

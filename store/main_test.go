@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -102,10 +104,24 @@ func helperCrash() error {
 	if err != nil {
 		return err
 	}
-	hook.Set(os.Getenv("STORE_HOOK"), func(string) {
+	// STORE_HOOK is "name" (die when it fires) or "first>name" (die
+	// when name fires after first has fired).
+	die := func(string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Hour)
-	})
+	}
+	spec := os.Getenv("STORE_HOOK")
+	if first, then, ok := strings.Cut(spec, ">"); ok {
+		var armed atomic.Bool
+		hook.Set(first, func(string) { armed.Store(true) })
+		hook.Set(then, func(p string) {
+			if armed.Load() {
+				die(p)
+			}
+		})
+	} else {
+		hook.Set(spec, die)
+	}
 	data := []byte(os.Getenv("STORE_DATA"))
 	switch op := os.Getenv("STORE_OP"); op {
 	case "publish":

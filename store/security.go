@@ -76,7 +76,7 @@ func openKind(path string, kind Kind) (*os.File, error) {
 			return nil, err
 		}
 		defer d.Close()
-		return dirFile(nil, path, d)
+		return d.File()
 	}
 	return exactfs.OpenFile(path, os.O_RDONLY, 0)
 }

@@ -92,37 +92,3 @@ func aclErr(op, path string, c exactfs.Code, aclOp, attr, detail string, cause e
 	e.ACLOperation, e.ACLAttribute = aclOp, attr
 	return e
 }
-
-// dirFile returns a descriptor for the directory d, which the exactfs walker
-// opened without following links. exactfs does not hand out its descriptor,
-// so the directory is opened again (by path, or by rel beneath at) and the
-// new descriptor is accepted only if fstat proves it is the same inode as d:
-// the proof is on the object, not on how the path was walked.
-func dirFile(at *os.File, path string, d *exactfs.Dir) (*os.File, error) {
-	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	var fd int
-	var err error
-	if at == nil {
-		fd, err = unix.Open(path, flags, 0)
-	} else {
-		err = withFD(at, func(dirfd int) error {
-			var oerr error
-			fd, oerr = unix.Openat(dirfd, path, flags, 0)
-			return oerr
-		})
-	}
-	if err != nil {
-		return nil, newErr("open", path, CodeRootChanged, "the directory could not be opened again to prove its identity", err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, newErr("open", path, exactfs.CodeIOError, "fstat failed", err)
-	}
-	dev, ino := d.Inode()
-	if uint64(st.Dev) != dev || uint64(st.Ino) != ino {
-		unix.Close(fd)
-		return nil, newErr("open", path, exactfs.CodeIdentityMismatch, "the path now names another directory", nil)
-	}
-	return os.NewFile(uintptr(fd), d.Name()), nil
-}

@@ -15,13 +15,13 @@ import (
 
 // Hook points of the store, for tests of its race windows.
 const (
-	// HookPublishStaged fires in Publish when the complete, owner-only
-	// file sits under its private staging name, before the fence is
-	// asserted and the file is renamed into place.
-	HookPublishStaged = "store.publish.staged"
-	// HookBeforeCommit fires in every mutation after the checks that
-	// precede it (binding, fence) and before the primitive that commits.
+	// HookBeforeCommit fires in every mutation right before the last
+	// checks (binding, fence) that precede its commit; for writes, that is
+	// when the new bytes are staged and fsynced under their private name.
 	HookBeforeCommit = "store.mutation.before-commit"
+	// HookAfterCommit fires in every mutation right after the primitive
+	// committed, before the checks that follow it.
+	HookAfterCommit = "store.mutation.after-commit"
 )
 
 // LocksDir is the directory, inside a store, that holds its fence leases.
@@ -73,7 +73,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := dirFile(nil, dir, d)
+	f, err := d.File()
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -175,7 +175,7 @@ func (s *Store) parentDir(op, parent string) (*exactfs.Dir, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := dirFile(s.rootFile, parent, d)
+	f, err := d.File()
 	if err == nil {
 		err = VerifyOwnerOnly(f)
 		f.Close()
@@ -259,13 +259,12 @@ func (s *Store) after(op, rel string) error {
 	return nil
 }
 
-// Publish creates the file rel with data, owner-only, and never replaces:
-// an existing rel is destination_exists and nothing changes. The file is
-// written completely under a private staging name in the same directory
-// (".<name>.<uuid>.staging"), made owner-only and verified, and only then,
-// after the binding and the fence are asserted once more, moved into place
-// with a no-replace rename and made durable. A lease lost before that
-// rename publishes nothing.
+// Publish creates the file rel with data, owner-only (0600, in a directory
+// verified to carry no default ACL), and never replaces: an existing rel is
+// destination_exists and nothing changes. The bytes are staged and fsynced
+// under a private name; right before the no-replace rename that commits
+// them, the binding and the fence are asserted again, and a lease lost by
+// then publishes nothing. The published file is verified owner-only.
 func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "publish"
 	parent, base, err := cleanRel(op, rel, false)
@@ -280,63 +279,24 @@ func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	stg := "." + base + "." + exactfs.NewUUID() + exactfs.StagingSuffix
-	staged, err := d.Publish(stg, data, 0o600)
+	id, err := d.PublishWith(base, data, 0o600, s.beforeCommit(op, rel))
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
-	discard := func(cause error) (exactfs.Identity, error) {
-		if uerr := d.UnlinkExact(stg, staged, storeRetireName()); uerr != nil {
-			return exactfs.Identity{}, errors.Join(cause, uerr)
-		}
-		return exactfs.Identity{}, cause
-	}
-	if err := secureNamed(d, stg, staged); err != nil {
-		return discard(err)
-	}
-	hook.Fire(HookPublishStaged, s.join(rel))
-	if err := s.before(op, rel); err != nil {
-		return discard(err)
-	}
-	hook.Fire(HookBeforeCommit, s.join(rel))
-	c, err := d.RenameNoReplace(stg, base)
-	if err != nil {
-		if c == exactfs.NotCommitted {
-			return discard(err)
-		}
+	hook.Fire(HookAfterCommit, s.join(rel))
+	if err := verifyNamed(d, base, id); err != nil {
 		return exactfs.Identity{}, err
-	}
-	// The rename must survive a power cut before Publish reports success.
-	if err := d.Sync(); err != nil {
-		return exactfs.Identity{}, err
-	}
-	id, err := d.IdentityOf(base)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	if !id.SameContent(staged) {
-		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeIdentityMismatch, Committed: true,
-			Detail: "published, but the name was taken over right after"}
 	}
 	return id, s.after(op, rel)
 }
 
-// secureNamed applies owner-only security to the regular file name in d,
-// through a descriptor proved to be the inode want.
-func secureNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
-	f, err := d.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, id, err := exactfs.CaptureFile(f)
-	if err != nil {
-		return err
-	}
-	if !id.SameInode(want) {
-		return newErr("apply", f.Name(), exactfs.CodeIdentityMismatch, "the name no longer holds the file that was written", nil)
-	}
-	return ApplyOwnerOnly(f)
+// beforeCommit is the last check of a write, run by exactfs once the bytes
+// are staged, right before the rename or exchange that commits them.
+func (s *Store) beforeCommit(op, rel string) exactfs.WriteOption {
+	return exactfs.BeforeCommit(func() error {
+		hook.Fire(HookBeforeCommit, s.join(rel))
+		return s.before(op, rel)
+	})
 }
 
 // verifyNamed verifies the regular file name in d is owner-only and is the
@@ -364,10 +324,8 @@ func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
 // creating it if absent. The new file is created 0600 in a directory
 // verified to carry no default ACL, and verified owner-only afterwards.
 //
-// Unlike Publish, the commit happens inside the exactfs primitive, which
-// stages the bytes itself: a fence lease lost while the bytes are being
-// staged is detected after the commit and reported as ErrLeaseLost with
-// Committed set.
+// The binding and the fence are asserted right before the rename that
+// commits, as in Publish.
 func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "replace"
 	parent, base, err := cleanRel(op, rel, false)
@@ -382,11 +340,11 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	hook.Fire(HookBeforeCommit, s.join(rel))
-	id, err := d.WriteFile(base, data, 0o600)
+	id, err := d.WriteFileWith(base, data, 0o600, s.beforeCommit(op, rel))
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
+	hook.Fire(HookAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -461,14 +419,14 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeIdentityMismatch,
 			Detail: "not the expected file (another writer changed it); nothing was replaced"}
 	}
-	hook.Fire(HookBeforeCommit, s.join(rel))
 	// exactfs compares every field; have differs from want at most in
 	// ctime and link count, which the store does not compare (nlink is
 	// checked by exactfs itself: it must be 1).
-	id, err := d.ReplaceExpected(base, data, have)
+	id, err := d.ReplaceExpectedWith(base, data, have, s.beforeCommit(op, rel))
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
+	hook.Fire(HookAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -502,9 +460,13 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 	}
 	defer done()
 	hook.Fire(HookBeforeCommit, s.join(rel))
+	if err := s.before(op, rel); err != nil {
+		return err
+	}
 	if err := d.UnlinkExact(base, want, storeRetireName()); err != nil {
 		return err
 	}
+	hook.Fire(HookAfterCommit, s.join(rel))
 	return s.after(op, rel)
 }
 
@@ -515,12 +477,14 @@ func (s *Store) Mkdir(rel string) error {
 	if _, _, err := cleanRel(op, rel, false); err != nil {
 		return err
 	}
+	hook.Fire(HookBeforeCommit, s.join(rel))
 	if err := s.before(op, rel); err != nil {
 		return err
 	}
 	if _, err := s.mkdir(op, rel); err != nil {
 		return err
 	}
+	hook.Fire(HookAfterCommit, s.join(rel))
 	return s.after(op, rel)
 }
 
@@ -534,7 +498,6 @@ func (s *Store) mkdir(op, rel string) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	hook.Fire(HookBeforeCommit, s.join(rel))
 	if err := d.Mkdir(base, 0o700); err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -543,14 +506,7 @@ func (s *Store) mkdir(op, rel string) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer sub.Close()
-	pf := s.rootFile
-	if parent != "" {
-		if pf, err = dirFile(s.rootFile, parent, d); err != nil {
-			return exactfs.Identity{}, err
-		}
-		defer pf.Close()
-	}
-	f, err := dirFile(pf, base, sub)
+	f, err := sub.File()
 	if err != nil {
 		return exactfs.Identity{}, err
 	}

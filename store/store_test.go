@@ -3,7 +3,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -224,18 +223,34 @@ func TestRootReplacedRefusesEverything(t *testing.T) {
 	}
 }
 
-// A root replaced in the middle of a mutation is reported after it.
-func TestRootReplacedDuringMutationReported(t *testing.T) {
-	s := newStore(t)
-	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) {
-		os.Rename(s.Path(), s.Path()+".moved")
-		os.Mkdir(s.Path(), 0o700)
-	}))
-	defer restore()
-	_, err := s.Replace("f", []byte("x"))
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeRootChanged || !e.Committed {
-		t.Fatalf("replace: %v, want root binding changed, committed", err)
+// A root replaced while the bytes are staged stops the write before its
+// commit; one replaced right after the commit is reported as committed.
+func TestRootReplacedDuringMutation(t *testing.T) {
+	for _, h := range []string{HookBeforeCommit, HookAfterCommit} {
+		t.Run(h, func(t *testing.T) {
+			s := newStore(t)
+			moved := s.Path() + ".moved"
+			restore := hook.Set(h, hook.Once(func(string) {
+				os.Rename(s.Path(), moved)
+				os.Mkdir(s.Path(), 0o700)
+			}))
+			defer restore()
+			_, err := s.Replace("f", []byte("x"))
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeRootChanged || e.Committed != (h == HookAfterCommit) {
+				t.Fatalf("replace: %v, want root binding changed, committed=%v", err, h == HookAfterCommit)
+			}
+			want := []string(nil)
+			if h == HookAfterCommit {
+				want = []string{"f"}
+			}
+			if got := entries(t, moved); !slices.Equal(got, want) {
+				t.Fatalf("the store's directory holds %v, want %v", got, want)
+			}
+			if got := entries(t, s.Path()); len(got) != 0 {
+				t.Fatalf("the new directory was written: %v", got)
+			}
+		})
 	}
 }
 
@@ -375,7 +390,7 @@ func TestFenceStolenPublishesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stolen after the first check, while the bytes are staged.
-	restore := hook.Set(HookPublishStaged, hook.Once(func(string) { stealLease(t, l.Path()) }))
+	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) { stealLease(t, l.Path()) }))
 	_, err = s.Publish("stolen", []byte("x"))
 	restore()
 	var e *Error
@@ -421,21 +436,44 @@ func TestFenceReleasedRefusesMutations(t *testing.T) {
 	}
 }
 
-// A lease lost during Replace's staging is reported after the commit.
-func TestFenceLostDuringReplaceReportedCommitted(t *testing.T) {
-	s := newStore(t)
-	l, err := s.AcquireFence(context.Background(), "f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) { stealLease(t, l.Path()) }))
-	defer restore()
-	_, err = s.Replace("x", []byte("new"))
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeLeaseLost || !e.Committed {
-		t.Fatalf("replace: %v, want lease lost, committed", err)
-	}
-	if !bytes.Equal(readFile(t, filepath.Join(s.Path(), "x")), []byte("new")) {
-		t.Fatal("not committed")
+// A lease lost while a replacement is staged stops it; one lost right
+// after the commit is reported with the commit.
+func TestFenceLostDuringReplace(t *testing.T) {
+	for _, h := range []string{HookBeforeCommit, HookAfterCommit} {
+		for _, op := range []string{"replace", "replace-expected"} {
+			t.Run(h+"/"+op, func(t *testing.T) {
+				s := newStore(t)
+				l, err := s.AcquireFence(context.Background(), "f")
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, err := s.Publish("x", []byte("old"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				restore := hook.Set(h, hook.Once(func(string) { stealLease(t, l.Path()) }))
+				defer restore()
+				if op == "replace" {
+					_, err = s.Replace("x", []byte("new"))
+				} else {
+					_, err = s.ReplaceExpected("x", []byte("new"), id)
+				}
+				committed := h == HookAfterCommit
+				var e *Error
+				if !errors.As(err, &e) || e.Code != CodeLeaseLost || e.Committed != committed {
+					t.Fatalf("%s: %v, want lease lost, committed=%v", op, err, committed)
+				}
+				want := "old"
+				if committed {
+					want = "new"
+				}
+				if got := string(readFile(t, filepath.Join(s.Path(), "x"))); got != want {
+					t.Fatalf("x = %q, want %q", got, want)
+				}
+				if got := entries(t, s.Path()); len(got) != 4 {
+					t.Fatalf("residue: %v", got)
+				}
+			})
+		}
 	}
 }

@@ -1,0 +1,214 @@
+//go:build linux
+
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// runCrash runs one store mutation in a child that SIGKILLs itself at hook.
+func runCrash(t *testing.T, dir, op, hookSpec, data string) {
+	t.Helper()
+	cmd := helperCommand(t, "crash", "STORE_DIR="+dir, "STORE_OP="+op, "STORE_HOOK="+hookSpec, "STORE_DATA="+data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("child was not killed at %s: %v: %s", hookSpec, err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("child did not finish")
+	}
+}
+
+// A child killed at each step of Publish, Replace and ReplaceExpected leaves
+// the destination whole (old or new bytes), and the reaper then removes
+// exactly the residue: planted look-alikes it cannot prove inert survive.
+func TestCrashAtEachStepThenReap(t *testing.T) {
+	const oldData, newData = "old bytes", "new bytes, longer than the old ones"
+	for _, c := range []struct {
+		op, hook     string
+		wantResidue  bool
+		wantNewBytes bool // a commit happened before the kill
+	}{
+		{"publish", exactfs.HookStaged, true, false},
+		{"publish", HookBeforeCommit, true, false},
+		{"publish", HookAfterCommit, false, true},
+		{"replace", exactfs.HookStaged, true, false},
+		{"replace", HookAfterCommit, false, true},
+		{"replace-expected", exactfs.HookReplaceChecked, true, false},
+		{"replace-expected", HookBeforeCommit, true, false},
+		// After the exchange, before the predecessor is deleted: the
+		// staging name holds the old bytes.
+		{"replace-expected", exactfs.HookReplaceChecked + ">" + exactfs.HookCaptureRead, true, true},
+		{"replace-expected", HookAfterCommit, false, true},
+	} {
+		t.Run(c.op+"@"+c.hook, func(t *testing.T) {
+			s := newStore(t)
+			dest := filepath.Join(s.Path(), "dest")
+			if c.op != "publish" {
+				if _, err := s.Publish("dest", []byte(oldData)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runCrash(t, s.Path(), c.op, c.hook, newData)
+
+			got, err := os.ReadFile(dest)
+			switch {
+			case c.wantNewBytes:
+				if string(got) != newData {
+					t.Fatalf("dest = %q, %v; want the new bytes", got, err)
+				}
+			case c.op == "publish":
+				if !os.IsNotExist(err) {
+					t.Fatalf("dest = %q, %v; want absent", got, err)
+				}
+			default:
+				if string(got) != oldData {
+					t.Fatalf("dest = %q, %v; want the old bytes", got, err)
+				}
+			}
+			var residue []string
+			for _, n := range entries(t, s.Path()) {
+				if isPrivateName(filepath.Base(n)) {
+					residue = append(residue, n)
+				}
+			}
+			if c.wantResidue != (len(residue) > 0) {
+				t.Fatalf("residue %v, want some: %v", residue, c.wantResidue)
+			}
+
+			// Look-alikes the reaper must keep, and one genuine empty
+			// placeholder it must remove.
+			victim := filepath.Join(t.TempDir(), "victim")
+			os.WriteFile(victim, []byte("victim"), 0o644)
+			user := filepath.Join(s.Path(), "user")
+			os.WriteFile(user, []byte("user data"), 0o600)
+			empty := filepath.Join(s.Path(), "empty")
+			os.WriteFile(empty, nil, 0o600)
+			plant := map[string]func(p string) error{
+				exactfs.PlaceholderPrefix + "symlink":                func(p string) error { return os.Symlink(victim, p) },
+				exactfs.PlaceholderPrefix + "hardlink":               func(p string) error { return os.Link(empty, p) },
+				exactfs.PlaceholderPrefix + "full":                   func(p string) error { return os.WriteFile(p, []byte("not empty"), 0o600) },
+				".user.0b9d2e7c-3d5e-4f7a-8b9c-0d1e2f3a4b5c.staging": func(p string) error { return os.Link(user, p) },
+				StoreRetirePrefix + "dir":                            func(p string) error { return os.Mkdir(p, 0o700) },
+			}
+			for n, f := range plant {
+				if err := f(filepath.Join(s.Path(), n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			openName := ".open.1b9d2e7c-3d5e-4f7a-8b9c-0d1e2f3a4b5c.replacement"
+			held, err := os.OpenFile(filepath.Join(s.Path(), openName), os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held.Write([]byte("a live writer's staged bytes"))
+			defer held.Close()
+			genuine := exactfs.PlaceholderPrefix + "fd01-2a"
+			os.WriteFile(filepath.Join(s.Path(), genuine), nil, 0o600)
+
+			before := entries(t, s.Path())
+			rep, err := s.Reap(ReapMinAge(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRemoved := append(slices.Clone(residue), genuine)
+			slices.Sort(wantRemoved)
+			removed := slices.Sorted(slices.Values(rep.Removed))
+			if !slices.Equal(removed, wantRemoved) {
+				t.Fatalf("removed %v, want exactly %v; kept %+v", removed, wantRemoved, rep.Kept)
+			}
+			var kept []string
+			for _, k := range rep.Kept {
+				kept = append(kept, k.Path)
+				if k.Reason == "" {
+					t.Fatalf("kept %s without a reason", k.Path)
+				}
+			}
+			slices.Sort(kept)
+			wantKept := append(slices.Collect(func(yield func(string) bool) {
+				for n := range plant {
+					if !yield(n) {
+						return
+					}
+				}
+			}), openName)
+			slices.Sort(wantKept)
+			if !slices.Equal(kept, wantKept) {
+				t.Fatalf("kept %+v, want %v", rep.Kept, wantKept)
+			}
+			after := entries(t, s.Path())
+			wantAfter := slices.DeleteFunc(slices.Clone(before), func(n string) bool { return slices.Contains(wantRemoved, n) })
+			if !slices.Equal(after, wantAfter) {
+				t.Fatalf("after reap %v, want %v", after, wantAfter)
+			}
+			if string(readFile(t, victim)) != "victim" || mode(t, victim) != 0o644 || string(readFile(t, user)) != "user data" {
+				t.Fatal("the reaper touched data that is not residue")
+			}
+			if got, _ := os.ReadFile(dest); c.op != "publish" && !c.wantNewBytes && string(got) != oldData {
+				t.Fatalf("dest changed by the reaper: %q", got)
+			}
+			for _, k := range rep.Kept {
+				if strings.Contains(k.Path, "open") && !strings.Contains(k.Reason, "open") {
+					t.Fatalf("open staging file kept for the wrong reason: %s", k.Reason)
+				}
+			}
+		})
+	}
+}
+
+func TestReapAgeThresholdAndSubdirectories(t *testing.T) {
+	s := newStore(t)
+	if err := s.Mkdir("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Mkdir("a/b"); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(s.Path(), "a", "b", exactfs.PlaceholderPrefix+"1-2")
+	os.WriteFile(deep, nil, 0o600)
+	staging := filepath.Join(s.Path(), "a", ".x.2b9d2e7c-3d5e-4f7a-8b9c-0d1e2f3a4b5c.staging")
+	os.WriteFile(staging, []byte("abandoned"), 0o600)
+	rep, err := s.Reap() // default: 15 minutes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 0 || len(rep.Kept) != 2 || !strings.Contains(rep.Kept[0].Reason, "too recent") {
+		t.Fatalf("fresh residue: %+v", rep)
+	}
+	old := time.Now().Add(-16 * time.Minute)
+	os.Chtimes(deep, old, old)
+	os.Chtimes(staging, old, old)
+	rep, err = s.Reap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 2 || len(rep.Kept) != 0 {
+		t.Fatalf("old residue: %+v", rep)
+	}
+	for _, p := range []string{deep, staging} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s survived", p)
+		}
+	}
+}
