@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+type statusOptions struct {
+	json       bool
+	configRoot string
+	hostLocal  bool
+}
+
+func init() {
+	register(&command{
+		name:    "status",
+		summary: "show who holds the lock of a state file, whether they are alive, and any crash residue",
+		usage:   "status [--json] STATEFILE",
+		help: `Describe the lock of STATEFILE without touching it: whether STATEFILE.lock is
+absent, free (a released tombstone) or held; the holder's pid, host (this host
+or another), start time, age, and the liveness verdict with its reason
+(alive, dead, unknown: only "dead" lets the next caller reclaim the lock);
+the transition claim STATEFILE.lock.transition (none, held, stale, crashed);
+a legacy lock directory; and crash residue beside STATEFILE (staging files of
+interrupted writes, quarantined records, placeholders).
+
+status reads through no-follow, non-blocking descriptors and writes nothing.
+Exit status: 0 when the lock could be inspected (free or held), 77 when a
+symlink, FIFO, socket or device is at STATEFILE.lock (it is described, not
+opened), 74 when the files cannot be read.
+
+JSON output (--json), one object; fields are added, never renamed or removed:
+  {
+    "state_file": "state.json",
+    "lock_path":  "state.json.lock",
+    "lock":   "absent" | "free" | "held" | "malformed" | "unreadable"
+              | "legacy_directory" | "unsafe",
+    "holder": null | {                  the owner of a held (or legacy) lock
+        "pid": 4242,
+        "host_id": "8c02c60c...",       "" when the record names no host
+        "this_host": true,
+        "start_time": "123456", "start_time_format": "linux-proc-v1",
+        "token": "6f1c...",
+        "age_ms": 3021,                 since the record was written
+        "verdict": "alive" | "dead" | "unknown",
+        "reason": "no such process (ESRCH)"},
+    "detail": "...",                    what was found, for malformed/unsafe/legacy
+    "claim": {
+        "state": "none" | "held" | "releasing" | "stale" | "crashed"
+                 | "not_empty" | "superseded_file" | "unsafe" | "unreadable",
+        "age_ms": 120, "holder": null | {...as above...}, "detail": "..."},
+    "residue": [ {"name": ".state.json.<uuid>.replacement",
+                  "kind": "staging" | "quarantine" | "placeholder" | "removing",
+                  "size": 0, "age_ms": 5000} ]
+  }
+
+A "stale" claim and a "dead" holder are reclaimed by the next lock call on its
+own; a "crashed" claim (no readable sidecar) and residue need 'exactfs recover'.
+
+Examples:
+  exactfs status state.json
+  exactfs status --json state.json | jq -r .holder.verdict`,
+		flags: func(fs *flagSet) any {
+			o := &statusOptions{}
+			fs.BoolVar(&o.json, "json", false, "print one JSON object (schema above)")
+			registerIdentityFlags(fs, &o.configRoot, &o.hostLocal)
+			return o
+		},
+		run: runStatus,
+	})
+}
+
+func runStatus(e *env, opts any, args []string) error {
+	o := opts.(*statusOptions)
+	if len(args) != 1 {
+		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
+	}
+	in, err := newInspector(args[0], o.configRoot, o.hostLocal)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	st, err := in.inspect(args[0])
+	if st == nil {
+		return err
+	}
+	if o.json {
+		if jerr := json.NewEncoder(e.stdout).Encode(st); jerr != nil {
+			return jerr
+		}
+	} else {
+		writeStatus(e.stdout, st)
+	}
+	return err
+}
+
+func writeStatus(w io.Writer, st *statusJSON) {
+	switch st.Lock {
+	case "absent":
+		fmt.Fprintf(w, "%s: free (no lock record yet)\n", st.LockPath)
+	case "free":
+		fmt.Fprintf(w, "%s: free (released tombstone)\n", st.LockPath)
+	case "held":
+		fmt.Fprintf(w, "%s: held by %s\n", st.LockPath, describeHolder(st.Holder))
+	case "legacy_directory":
+		fmt.Fprintf(w, "%s: legacy lock directory", st.LockPath)
+		if st.Holder != nil {
+			fmt.Fprintf(w, " of %s", describeHolder(st.Holder))
+		}
+		fmt.Fprintf(w, "\n  %s\n", st.Detail)
+	default:
+		fmt.Fprintf(w, "%s: %s: %s\n", st.LockPath, strings.ReplaceAll(st.Lock, "_", " "), st.Detail)
+	}
+	if st.Holder != nil && st.Lock == "held" {
+		fmt.Fprintf(w, "  start time %s (%s), token %s\n", st.Holder.StartTime, orDash(st.Holder.StartTimeFormat), orDash(st.Holder.Token))
+		switch st.Holder.Verdict {
+		case "dead":
+			fmt.Fprintln(w, "  the holder is gone: the next lock call reclaims this lock at once")
+		default:
+			fmt.Fprintln(w, "  the lock is respected until its holder releases it or is proved dead")
+		}
+	}
+	c := st.Claim
+	switch c.State {
+	case "none":
+		fmt.Fprintln(w, "transition claim: none")
+	default:
+		fmt.Fprintf(w, "transition claim: %s", strings.ReplaceAll(c.State, "_", " "))
+		if c.AgeMs > 0 {
+			fmt.Fprintf(w, " (%s old)", roundAge(time.Duration(c.AgeMs)*time.Millisecond))
+		}
+		if c.Holder != nil {
+			fmt.Fprintf(w, ", by %s", describeHolder(c.Holder))
+		}
+		fmt.Fprintln(w)
+		if c.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", c.Detail)
+		}
+	}
+	if len(st.Residue) == 0 {
+		fmt.Fprintln(w, "residue: none")
+		return
+	}
+	fmt.Fprintf(w, "residue: %d (run 'exactfs recover --dry-run %s' for what can be removed)\n", len(st.Residue), st.StateFile)
+	for _, r := range st.Residue {
+		fmt.Fprintf(w, "  %-12s %s, %d bytes, %s old\n", r.Kind, r.Name, r.Size, roundAge(time.Duration(r.AgeMs)*time.Millisecond))
+	}
+}
+
+func describeHolder(h *holderJSON) string {
+	where := "another host (" + shortID(h.HostID) + ")"
+	switch {
+	case h.ThisHost:
+		where = "this host"
+	case h.HostID == "":
+		where = "an unnamed host"
+	}
+	return fmt.Sprintf("pid %d on %s, for %s — %s (%s)", h.Pid, where, roundAge(time.Duration(h.AgeMs)*time.Millisecond), h.Verdict, h.Reason)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12] + "…"
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func statusOf(t *testing.T, dir, stateFile string) statusJSON {
+	t.Helper()
+	r := runIn(t, dir, quick, "", "status", "--json", stateFile)
+	expectCode(t, r, 0, "status --json")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json is not the documented object: %v\n%s", err, r.stdout)
+	}
+	return st
+}
+
+// TestStatusNamesLiveHolderThenDead: while a holder sleeps, status names its
+// pid and says "alive"; after the holder is SIGKILLed and reaped, "dead".
+func TestStatusNamesLiveHolderThenDead(t *testing.T) {
+	dir := t.TempDir()
+	if st := statusOf(t, dir, "state.json"); st.Lock != "absent" || st.Holder != nil || st.Claim.State != "none" || st.Residue == nil {
+		t.Fatalf("status before any lock: %+v", st)
+	}
+	h := startHolder(t, dir, "state.json", 60)
+	st := statusOf(t, dir, "state.json")
+	if st.Lock != "held" || st.Holder == nil || st.Holder.Pid != int64(h.cmd.Process.Pid) || st.Holder.Verdict != "alive" || !st.Holder.ThisHost {
+		t.Fatalf("status while held by pid %d: %+v holder %+v", h.cmd.Process.Pid, st, st.Holder)
+	}
+	r := runIn(t, dir, quick, "", "status", "state.json")
+	if !strings.Contains(r.stdout, "held by pid") || !strings.Contains(r.stdout, "alive") {
+		t.Errorf("status text: %s", r.stdout)
+	}
+
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	<-h.done // reaped: the pid no longer exists
+	h.done <- nil
+	st = statusOf(t, dir, "state.json")
+	if st.Lock != "held" || st.Holder == nil || st.Holder.Pid != int64(h.cmd.Process.Pid) || st.Holder.Verdict != "dead" {
+		t.Fatalf("status after SIGKILL: %+v holder %+v", st, st.Holder)
+	}
+	// The next caller reclaims it at once.
+	r = runIn(t, dir, quick, "", "lock", "--try", "state.json", "--", "true")
+	expectCode(t, r, 0, "lock --try over a dead holder")
+	if st := statusOf(t, dir, "state.json"); st.Lock != "free" {
+		t.Fatalf("after the reclaim: %+v", st)
+	}
+}
+
+func TestStatusRefusesUnsafeLockPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "s.lock"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, dir, quick, "", "status", "--json", "s")
+	expectCode(t, r, exitUnsafe, "status with a FIFO at s.lock")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Lock != "unsafe" || !strings.Contains(st.Detail, "FIFO") {
+		t.Fatalf("status of a FIFO lock path: %v %+v", err, st)
+	}
+}
+
+// TestRecoverCrashedClaim plants a transition claim whose sidecar is empty
+// (its taker was killed between creating and writing it): automatic reclaim
+// leaves it, recover removes exactly it, and the lock works again.
+func TestRecoverCrashedClaim(t *testing.T) {
+	dir := t.TempDir()
+	expectCode(t, runIn(t, dir, quick, "", "update", "s", "--", "echo", "1"), 0, "update")
+	claim, side := filepath.Join(dir, "s.lock.transition"), filepath.Join(dir, "s.lock.transition.owner")
+	os.Remove(side)
+	if err := os.Mkdir(claim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(side, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Young: recover leaves it alone.
+	five := time.Now().Add(-5 * time.Second)
+	os.Chtimes(side, five, five)
+	os.Chtimes(claim, five, five)
+	r := runIn(t, dir, quick, "", "recover", "s")
+	expectCode(t, r, 0, "recover of a young crashed claim")
+	if !strings.Contains(r.stdout, "leave: crashed transition claim") {
+		t.Fatalf("recover of a young claim: %s", r.stdout)
+	}
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(side, old, old)
+	os.Chtimes(claim, old, old)
+
+	if st := statusOf(t, dir, "s"); st.Claim.State != "crashed" {
+		t.Fatalf("status of the planted claim: %+v", st.Claim)
+	}
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--timeout", "300ms", "s", "--", "true"), exitBusy, "lock with a crashed claim")
+
+	r = runIn(t, dir, quick, "", "recover", "--dry-run", "s")
+	expectCode(t, r, 0, "recover --dry-run")
+	if !strings.Contains(r.stdout, "would remove crashed transition claim") {
+		t.Fatalf("recover --dry-run: %s", r.stdout)
+	}
+	if _, err := os.Stat(claim); err != nil {
+		t.Fatal("recover --dry-run changed something")
+	}
+	r = runIn(t, dir, quick, "", "recover", "s")
+	expectCode(t, r, 0, "recover")
+	if _, err := os.Lstat(claim); !os.IsNotExist(err) {
+		t.Fatalf("the crashed claim is still there: %s", r.stdout)
+	}
+	expectCode(t, runIn(t, dir, quick, "", "update", "--try", "s", "--", "echo", "2"), 0, "update after recover")
+	if got := mustRead(t, filepath.Join(dir, "s")); got != "2\n" {
+		t.Fatalf("state after recover: %q", got)
+	}
+
+	// A claim directory that is not empty is never removed.
+	os.Mkdir(claim, 0o700)
+	os.WriteFile(filepath.Join(claim, "someone's file"), []byte("x"), 0o600)
+	os.Remove(side)
+	os.Chtimes(claim, old, old)
+	r = runIn(t, dir, quick, "", "recover", "s")
+	if _, err := os.Stat(filepath.Join(claim, "someone's file")); err != nil {
+		t.Fatalf("recover removed a non-empty claim directory: %s", r.stdout)
+	}
+}
