@@ -32,6 +32,11 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, nil, &initError{err}
 		}
+		// The common case is a live taker a moment ago: a claim younger than
+		// claimMinAge is never judged, so say busy without inspecting it.
+		if fi, err := l.dir.Lstat(l.claim); err == nil && fi.IsDir() && time.Since(fi.ModTime()) < claimMinAge {
+			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
+		}
 		freed, err := l.reclaimStaleClaim()
 		if err != nil {
 			return nil, nil, err
@@ -246,4 +251,3 @@ func (l *locker) reclaimSupersededClaim() (bool, error) {
 	}
 	return true, nil
 }
-

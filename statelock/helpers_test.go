@@ -1,6 +1,7 @@
 package statelock
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,3 +47,5 @@ func mustRead(t testing.TB, p string) []byte {
 	}
 	return b
 }
+
+func errorsIsLocked(err error) bool { return errors.Is(err, ErrLocked) }

@@ -101,7 +101,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			c   *contention
 			err error
 		)
-		if last != nil && last.reason != ReasonTransitionClaimTimeout {
+		if last != nil {
 			// Waiting on a holder: look without taking the claim first, so
 			// that waiters do not crowd the claim the holder needs to release.
 			c = l.peek()

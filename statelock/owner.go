@@ -200,18 +200,14 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 		}
 		return exactfs.Identity{}, err
 	}
-	got, id, err := exactfs.CaptureFile(f)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	if !bytes.Equal(got, data) {
-		return exactfs.Identity{}, fmt.Errorf("%w during rewrite: %s", errRecordChanged, l.path(name))
-	}
+	// One capture through the pathname proves both halves: the name still
+	// names the inode f is open on (want's), and that inode holds exactly
+	// the new bytes.
 	at, err := l.capture(name)
 	if err != nil {
 		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 	}
-	if !at.id.SameInode(id) || !bytes.Equal(at.data, data) {
+	if !at.id.SameInode(want) || !bytes.Equal(at.data, data) {
 		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
 	}
 	return at.id, nil

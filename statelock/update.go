@@ -1,8 +1,12 @@
 package statelock
 
 import (
+	"io"
+	"os"
+
 	"context"
 	"errors"
+	"github.com/exactfs/exactfs"
 	"io/fs"
 )
 
@@ -28,10 +32,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 
 func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 	d, name := h.l.dir, h.l.base
-	old, _, err := d.Capture(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		old, err = nil, nil
-	}
+	old, err := readState(d, name)
 	if err != nil {
 		return err
 	}
@@ -41,4 +42,20 @@ func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 	}
 	_, err = d.WriteFile(name, next, 0o600)
 	return err
+}
+
+// readState reads the state file through a no-follow descriptor whose type
+// is proved regular (a symlink or FIFO planted at F is refused, never read
+// through). Absent means nil. No identity is needed: the lock, not a
+// compare-and-swap, is what makes the read-modify-write safe.
+func readState(d *exactfs.Dir, name string) ([]byte, error) {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

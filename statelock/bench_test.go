@@ -1,0 +1,198 @@
+package statelock
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The benchmarks of issue 3. Each exactfs benchmark has a baseline beside
+// it, measured in the same run on the same filesystem: flock(2) on a lock
+// file plus the plain durable write (temp file, write, fsync, rename,
+// fsync of the directory). Compare them with benchstat or by eye:
+//
+//	go test -run '^$' -bench . -benchtime 200x ./statelock/
+
+var payload1KiB = func() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"n":0,"pad":"`)
+	b.WriteString(strings.Repeat("x", 1024-len(`{"n":0,"pad":""}`)))
+	b.WriteString(`"}`)
+	return b.Bytes()
+}()
+
+func BenchmarkLockUnlock(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	for b.Loop() {
+		h, err := Lock(ctx, e.state, e.opts()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBaselineFlockLockUnlock(b *testing.B) {
+	dir := b.TempDir()
+	for b.Loop() {
+		unlock, err := flockPath(filepath.Join(dir, "state.json.flock"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		unlock()
+	}
+}
+
+func BenchmarkUpdate1KiB(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if err := Update(ctx, e.state, func([]byte) ([]byte, error) { return payload1KiB, nil }, e.opts()...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBaselineFlockUpdate1KiB(b *testing.B) {
+	dir := b.TempDir()
+	state := filepath.Join(dir, "state.json")
+	for b.Loop() {
+		if err := baselineUpdate(state, func([]byte) ([]byte, error) { return payload1KiB, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkContendedUpdate runs b.N counter increments spread over 4 and 8
+// processes, with exactfs and with the flock baseline, and reports
+// updates/s and the longest single wait for the lock.
+func BenchmarkContendedUpdate(b *testing.B) {
+	for _, procs := range []int{4, 8} {
+		for _, kind := range []string{"statelock", "flock"} {
+			b.Run(fmt.Sprintf("%s/procs=%d", kind, procs), func(b *testing.B) {
+				e := newEnv(b)
+				per := max(1, b.N/procs)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				var outs []*bytes.Buffer
+				var cmds []*os_exec
+				for range procs {
+					cmd := workerCmd(ctx, "bench", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
+						"STATELOCK_N="+strconv.Itoa(per), "STATELOCK_KIND="+kind)
+					var out bytes.Buffer
+					cmd.Stdout, cmd.Stderr = &out, os.Stderr
+					outs = append(outs, &out)
+					cmds = append(cmds, &os_exec{cmd})
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for _, c := range cmds {
+					if err := c.Start(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, c := range cmds {
+					if err := c.Wait(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				elapsed := time.Since(start)
+				b.StopTimer()
+				var worst time.Duration
+				for _, o := range outs {
+					d, _ := time.ParseDuration(strings.TrimSpace(o.String()))
+					worst = max(worst, d)
+				}
+				b.ReportMetric(float64(per*procs)/elapsed.Seconds(), "updates/s")
+				b.ReportMetric(float64(worst.Milliseconds()), "max-wait-ms")
+			})
+		}
+	}
+}
+
+// benchWorker does STATELOCK_N increments with exactfs Update or with the
+// flock baseline and prints its longest wait for the lock.
+func benchWorker() error {
+	state := os.Getenv("STATELOCK_STATE")
+	n := envInt("STATELOCK_N", 1)
+	kind := os.Getenv("STATELOCK_KIND")
+	opts := []Option{WithConfigRoot(os.Getenv("STATELOCK_CONFIG")), WithWait(time.Minute)}
+	var worst time.Duration
+	for range n {
+		asked := time.Now()
+		inc := func(old []byte) ([]byte, error) {
+			worst = max(worst, time.Since(asked))
+			v := 0
+			if len(old) > 0 {
+				s, err := parseCounter(old)
+				if err != nil {
+					return nil, err
+				}
+				v = s.N
+			}
+			return []byte(`{"n":` + strconv.Itoa(v+1) + `}`), nil
+		}
+		var err error
+		if kind == "flock" {
+			err = baselineUpdate(state, inc)
+		} else {
+			err = Update(context.Background(), state, inc, opts...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Println(worst)
+	return nil
+}
+
+// baselineUpdate is the floor a lock protocol is measured against: flock
+// on a side file, read, write a temp file, fsync, rename, fsync the
+// directory, unlock.
+func baselineUpdate(state string, fn func([]byte) ([]byte, error)) error {
+	unlock, err := flockPath(state + ".flock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := os.ReadFile(state)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	tmp := state + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(next); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	if err := os.Rename(tmp, state); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(state))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,193 @@
+package statelock
+
+import (
+	"errors"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// LockState says what occupies F.lock.
+type LockState string
+
+// Lock states reported by Inspect.
+const (
+	StateFree       LockState = "free"       // no F.lock at all
+	StateReleased   LockState = "released"   // a released tombstone: free to take
+	StateHeld       LockState = "held"       // a record whose owner is alive or not provably dead
+	StateStale      LockState = "stale"      // a record whose owner is provably dead: the next Lock reclaims it
+	StateUnreadable LockState = "unreadable" // malformed or changing bytes: kept
+	StateLegacy     LockState = "legacy"     // a legacy F.lock/ directory
+	StateUnsafe     LockState = "unsafe"     // a symlink, FIFO, socket or device: refused
+)
+
+// Holder describes an owner record.
+type Holder struct {
+	Pid             int64
+	HostID          string // "" when the record names no host
+	ThisHost        bool   // HostID is this host's current or legacy id
+	StartTime       string
+	StartTimeFormat string
+	Token           string
+	Kernel          bool          // written by exactfs, backed by an OFD lock while held
+	Modified        time.Time     // mtime of the record's inode
+	Age             time.Duration // since Modified
+	Verdict         string        // "dead", "alive" or "unknown"
+	Reason          string        // why, for people
+	Description     string        // one line, as in error messages
+}
+
+// ClaimStatus describes the transition claim F.lock.transition.
+type ClaimStatus struct {
+	Present        bool
+	Directory      bool // false: a superseded regular-file claim
+	Empty          bool // an exact tree snapshot shows an empty directory
+	Age            time.Duration
+	SidecarPresent bool   // F.lock.transition.owner is readable
+	SidecarVerdict string // the sidecar owner's verdict, for people
+	Crashed        bool   // stale by SPEC §4.3: the next Lock reclaims it
+	Why            string // the reason for Crashed, or why it is kept
+}
+
+// Residue is a private name in the directory left by an interrupted
+// operation (SPEC §2.7).
+type Residue struct {
+	Name string
+	Kind string // "quarantine", "placeholder", "removing" or "staging"
+	Size int64
+	Age  time.Duration
+}
+
+// Status is what Inspect found.
+type Status struct {
+	LockPath string
+	State    LockState
+	Holder   *Holder // for released, held, stale
+	Legacy   string  // for StateLegacy: the verdict on the directory
+	Detail   string  // for unreadable and unsafe
+	Claim    ClaimStatus
+	Residue  []Residue
+}
+
+// Private name prefixes of SPEC §2.7.
+const (
+	quarantinePrefix  = ".gjc-delete-session-state-lock-"
+	placeholderPrefix = ".gjc-exact-unlink-placeholder-"
+)
+
+// Inspect describes the lock of stateFile without changing anything: what
+// occupies F.lock and the verdict on its owner, the transition claim and
+// its sidecar, and residue in the directory.
+func Inspect(stateFile string, opts ...Option) (Status, error) {
+	l, err := newLocker(stateFile, opts)
+	if err != nil {
+		return Status{}, err
+	}
+	defer l.close()
+	st := Status{LockPath: l.lockPath}
+	fi, err := l.dir.Lstat(l.lockName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st.State = StateFree
+	case err != nil:
+		return st, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+	case fi.IsDir():
+		st.State = StateLegacy
+		tree, err := l.dir.CaptureTree(l.lockName)
+		if err != nil {
+			st.Legacy = "cannot be described exactly: " + err.Error()
+		} else {
+			v := l.judgeLegacy(tree)
+			st.Legacy = v.why
+			if v.stale {
+				st.Legacy = "stale (reclaimable): " + v.why
+			}
+		}
+	case !fi.Mode().IsRegular():
+		st.State = StateUnsafe
+		st.Detail = unsafePath(l, l.lockName, fi.Mode()).Error()
+	default:
+		f, s, err := l.openCapture(l.lockName)
+		if err != nil {
+			st.State, st.Detail = StateUnreadable, err.Error()
+			if unsafeType(err) {
+				st.State = StateUnsafe
+			}
+			break
+		}
+		v := l.judgeRecord(s, f)
+		f.Close()
+		st.Holder = l.holder(s, v)
+		switch {
+		case s.released():
+			st.State = StateReleased
+		case s.rec == nil && !v.dead():
+			st.State, st.Detail = StateUnreadable, v.Reason
+		case v.dead():
+			st.State = StateStale
+		default:
+			st.State = StateHeld
+		}
+	}
+	cs := l.inspectClaim()
+	st.Claim = ClaimStatus{Present: cs.present, Directory: cs.dir, SidecarPresent: cs.side != nil,
+		SidecarVerdict: cs.verdict, Crashed: cs.stale, Why: cs.why}
+	if cs.tree != nil {
+		st.Claim.Empty = len(cs.tree.Entries) == 1
+		st.Claim.Age = age(cs.tree.Root())
+	}
+	st.Residue, err = l.residue()
+	if err != nil {
+		return st, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+	}
+	return st, nil
+}
+
+func (l *locker) holder(s *snapshot, v verdict) *Holder {
+	h := &Holder{Modified: unixTime(s.id.MtimeNs), Age: age(s.id), Verdict: v.Verdict.String(),
+		Reason: v.Reason, Description: l.describe(s, v)}
+	if r := s.rec; r != nil {
+		h.Pid, h.HostID, h.StartTime, h.StartTimeFormat, h.Token, h.Kernel =
+			r.Pid, r.HostID, r.StartTime, r.StartTimeFormat, r.Token, r.Kernel()
+		h.ThisHost = r.HostID != "" && l.host.IsLocal(r.HostID)
+	}
+	return h
+}
+
+// residue lists private names in the lock's directory that belong to this
+// state file's lock or to exact primitives working in the directory.
+func (l *locker) residue() ([]Residue, error) {
+	names, err := l.dir.ReadDirNames()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []Residue
+	for _, n := range names {
+		kind := ""
+		switch {
+		case strings.HasPrefix(n, quarantinePrefix) && strings.HasSuffix(n, ".json"):
+			kind = "quarantine"
+		case strings.HasPrefix(n, placeholderPrefix):
+			kind = "placeholder"
+		case n == l.claim+exactfs.RemovingSuffix || n == l.lockName+exactfs.RemovingSuffix:
+			kind = "removing"
+		default:
+			if dest, ok := exactfs.StagingTarget(n); ok && dest == l.base {
+				kind = "staging"
+			}
+		}
+		if kind == "" {
+			continue
+		}
+		r := Residue{Name: n, Kind: kind}
+		if fi, err := l.dir.Lstat(n); err == nil {
+			r.Size, r.Age = fi.Size(), time.Since(fi.ModTime())
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

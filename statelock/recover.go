@@ -1,0 +1,172 @@
+package statelock
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// Thresholds of explicit recovery.
+const (
+	// A claim directory without a readable sidecar is removed only once it
+	// is this old: its taker makes the directory and writes the sidecar
+	// within milliseconds, so a claim still without one after this long
+	// has a dead taker.
+	RecoverClaimAge = 10 * time.Second
+	// Residue (placeholders, quarantined owner records) is removed only
+	// once it is this old, as the TypeScript reapers do.
+	RecoverResidueAge = 15 * time.Minute
+)
+
+// Action is one step Recover took or, in a dry run, would take.
+type Action struct {
+	Kind     string // "remove-claim", "remove-sidecar", "remove-placeholder", "remove-quarantine"
+	Path     string
+	Evidence string // why it is provably safe, for people
+	Done     bool   // false in a dry run, or when the step was refused
+	Err      error  // why a step was refused (nothing was removed then)
+}
+
+// Recover removes what automatic reclaim refuses to guess about, each step
+// only with proof, and returns what it did (or, with dryRun, what it would
+// do) with the evidence:
+//   - a crashed transition claim whose sidecar is missing or malformed: the
+//     claim directory must be empty by an exact tree snapshot, no exactfs
+//     process may hold a kernel lock on the sidecar, and the directory must
+//     be at least RecoverClaimAge old; it is removed by exact tree removal
+//     of that very snapshot (a successor that replaced it survives), and a
+//     malformed sidecar as old by exact unlink. A claim the automatic rules
+//     call crashed is reclaimed the same way;
+//   - exact-unlink placeholders (zero bytes, one link) and quarantined owner
+//     records at least RecoverResidueAge old, by exact unlink.
+//
+// A live lock is never touched: Recover does nothing to F.lock itself.
+func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
+	l, err := newLocker(stateFile, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	var acts []Action
+	acts = append(acts, l.recoverClaim(dryRun)...)
+	res, err := l.residue()
+	if err != nil {
+		return acts, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+	}
+	for _, r := range res {
+		if a, ok := l.recoverResidue(r, dryRun); ok {
+			acts = append(acts, a)
+		}
+	}
+	return acts, nil
+}
+
+func (l *locker) recoverClaim(dryRun bool) []Action {
+	cs := l.inspectClaim()
+	if !cs.present || !cs.dir {
+		return nil
+	}
+	a := Action{Kind: "remove-claim", Path: l.path(l.claim)}
+	switch {
+	case cs.stale:
+		a.Evidence = cs.why
+		if dryRun {
+			return []Action{a}
+		}
+		freed, err := l.reclaimStaleClaim()
+		a.Done, a.Err = freed && err == nil, err
+		return []Action{a}
+	case cs.treeErr != nil || cs.tree == nil:
+		return nil
+	case len(cs.tree.Entries) != 1:
+		return nil // never: a claim directory is always empty
+	}
+	// What automatic reclaim refuses: no readable sidecar.
+	if cs.side != nil && cs.side.rec != nil {
+		return nil
+	}
+	if a0 := age(cs.tree.Root()); a0 < RecoverClaimAge {
+		return nil
+	} else {
+		a.Evidence = fmt.Sprintf("empty claim directory %s old with ", roundDur(a0))
+	}
+	var side *snapshot
+	if f, s, err := l.openCapture(l.sidecar); err == nil {
+		held, _ := ofdHeld(f)
+		f.Close()
+		if held {
+			return nil
+		}
+		if age(s.id) < RecoverClaimAge {
+			return nil
+		}
+		side = s
+		a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old, no kernel lock on it", len(s.data), roundDur(age(s.id)))
+	} else if errors.Is(err, fs.ErrNotExist) {
+		a.Evidence += "no sidecar"
+	} else {
+		return nil
+	}
+	acts := []Action{a}
+	if side != nil {
+		acts = append(acts, Action{Kind: "remove-sidecar", Path: l.path(l.sidecar), Evidence: "malformed sidecar of the crashed claim"})
+	}
+	if dryRun {
+		return acts
+	}
+	// The removal is bound to the snapshot the evidence was taken from.
+	err := l.dir.RemoveTreeExact(l.claim, cs.tree)
+	if err != nil && !errors.Is(err, exactfs.ErrCleanupPending) {
+		acts[0].Err = err
+		return acts
+	}
+	acts[0].Done = true
+	if side != nil {
+		err := l.dir.UnlinkExact(l.sidecar, side.id, quarantineName())
+		acts[1].Done, acts[1].Err = err == nil || errors.Is(err, exactfs.ErrCleanupPending), err
+	}
+	return acts
+}
+
+func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
+	var kind string
+	switch r.Kind {
+	case "placeholder":
+		kind = "remove-placeholder"
+	case "quarantine":
+		kind = "remove-quarantine"
+	default:
+		return Action{}, false
+	}
+	a := Action{Kind: kind, Path: l.path(r.Name)}
+	data, id, err := l.dir.Capture(r.Name)
+	if err != nil || id.Nlink != 1 || age(id) < RecoverResidueAge {
+		return a, false
+	}
+	switch r.Kind {
+	case "placeholder":
+		if len(data) != 0 {
+			return a, false
+		}
+		a.Evidence = fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
+	case "quarantine":
+		// A quarantined record was detached from F.lock by an exact unlink
+		// that did not finish; nobody holds a lock through this name.
+		if _, err := ParseRecord(data); err != nil && len(data) != 0 {
+			return a, false
+		}
+		a.Evidence = fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
+	}
+	if dryRun {
+		return a, true
+	}
+	err = l.dir.UnlinkExact(r.Name, id, placeholderFree(r.Name))
+	a.Done, a.Err = err == nil || errors.Is(err, exactfs.ErrCleanupPending), err
+	return a, true
+}
+
+// placeholderFree picks a quarantine name for removing residue itself.
+func placeholderFree(string) string { return quarantineName() }

@@ -1,0 +1,201 @@
+package statelock
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs/internal/holdlog"
+)
+
+// Multi-process tests re-execute this test binary; the environment variable
+// workerEnv selects what the child does instead of running tests.
+const workerEnv = "STATELOCK_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(workerEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "update":
+		if err := updateWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "bench":
+		if err := benchWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "hold":
+		if err := holdWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown worker mode")
+		os.Exit(2)
+	}
+}
+
+// counterState is the state file the workers share, in the shape the
+// TypeScript reference worker uses ({"n": ..., "log": [...]}), so Go and
+// TypeScript workers can increment one counter together. Go entries carry
+// the id of the update, which the chaos test needs to prove "exactly once".
+type counterState struct {
+	N   int            `json:"n"`
+	Log []counterEntry `json:"log"`
+}
+
+type counterEntry struct {
+	Pid int    `json:"pid"`
+	N   int    `json:"n"`
+	ID  string `json:"id,omitempty"`
+}
+
+func parseCounter(b []byte) (counterState, error) {
+	var s counterState
+	if len(b) == 0 {
+		return s, nil
+	}
+	err := json.Unmarshal(b, &s)
+	return s, err
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// updateWorker runs STATELOCK_N Updates of the counter. It is Update
+// itself (Lock, h.update, Unlock) with the hold log written inside the lock:
+// enter after the lock is taken, exit after the state file is durably
+// replaced and before the release. With STATELOCK_CHAOS=k, about one update
+// in k announces itself on stdout ("E") and then holds the lock for a long
+// time, for the parent to SIGKILL it inside the critical section.
+func updateWorker() error {
+	state := os.Getenv("STATELOCK_STATE")
+	n := envInt("STATELOCK_N", 1)
+	holdMs := envInt("STATELOCK_HOLD_MS", 0)
+	chaos := envInt("STATELOCK_CHAOS", 0)
+	prefix := os.Getenv("STATELOCK_PREFIX")
+	// STATELOCK_COUNTER_ONLY keeps the state at {"n": ...}: re-encoding a
+	// growing log dominates the run time under -race.
+	counterOnly := os.Getenv("STATELOCK_COUNTER_ONLY") != ""
+	opts := []Option{WithConfigRoot(os.Getenv("STATELOCK_CONFIG")), WithWait(time.Duration(envInt("STATELOCK_WAIT_MS", 60000)) * time.Millisecond)}
+	log, err := holdlog.Open(os.Getenv("STATELOCK_LOG"))
+	if err != nil {
+		return err
+	}
+	var ack *os.File
+	if p := os.Getenv("STATELOCK_ACK"); p != "" {
+		if ack, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	for i := range n {
+		id := prefix + "-" + strconv.Itoa(i)
+		h, err := Lock(ctx, state, opts...)
+		if err != nil {
+			return err
+		}
+		if err := log.Enter(); err != nil {
+			return err
+		}
+		opErr := h.update(func(old []byte) ([]byte, error) {
+			s, err := parseCounter(old)
+			if err != nil {
+				return nil, fmt.Errorf("state does not parse: %w", err)
+			}
+			if chaos > 0 && rand.IntN(chaos) == 0 {
+				os.Stdout.WriteString("E\n")
+				time.Sleep(3 * time.Second)
+			}
+			if holdMs > 0 {
+				time.Sleep(time.Duration(holdMs) * time.Millisecond)
+			}
+			s.N++
+			if !counterOnly {
+				s.Log = append(s.Log, counterEntry{Pid: os.Getpid(), N: s.N, ID: id})
+			}
+			return json.Marshal(s)
+		})
+		if opErr == nil {
+			opErr = log.Exit()
+		}
+		if err := h.Unlock(); err != nil || opErr != nil {
+			return fmt.Errorf("update %s: %v, unlock: %v", id, opErr, err)
+		}
+		if ack != nil {
+			if _, err := ack.WriteString(id + "\n"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// holdWorker takes the lock, prints "H" and holds it until killed (or for
+// STATELOCK_HOLD_MS).
+func holdWorker() error {
+	h, err := Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")))
+	if err != nil {
+		return err
+	}
+	os.Stdout.WriteString("H\n")
+	time.Sleep(time.Duration(envInt("STATELOCK_HOLD_MS", 600000)) * time.Millisecond)
+	return h.Unlock()
+}
+
+// workerCmd returns a re-execution of this test binary in worker mode.
+func workerCmd(ctx context.Context, mode string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{workerEnv + "=" + mode}, env...)...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// waitLine starts cmd and waits until it prints want on stdout.
+func startAndWaitLine(t *testing.T, cmd *exec.Cmd, want string, timeout time.Duration) *bufio.Scanner {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	got := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if sc.Text() == want {
+				got <- true
+				return
+			}
+		}
+		got <- false
+	}()
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Fatalf("worker exited without printing %q", want)
+		}
+	case <-time.After(timeout):
+		t.Fatalf("worker did not print %q within %s", want, timeout)
+	}
+	return sc
+}
