@@ -31,7 +31,7 @@ there (or at STATEFILE.lock) is refused at once with exit 77 and left alone.
 Locking, signals and exit statuses are as for 'exactfs lock'.
 
 Examples:
-  exactfs update counter.json -- jq '.n += 1'
+  echo '{"n":0}' | exactfs write --no-replace counter.json && exactfs update counter.json -- jq -c '.n += 1'
   exactfs update counter.txt -- awk '{ n = $1 } END { print n + 1 }'
   exactfs update config.json -- python3 edit_config.py --set debug=true`,
 		flags: func(fs *flagSet) any {
