@@ -3,14 +3,10 @@
 package store
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,24 +16,7 @@ import (
 // runCrash runs one store mutation in a child that SIGKILLs itself at hook.
 func runCrash(t *testing.T, dir, op, hookSpec, data string) {
 	t.Helper()
-	cmd := helperCommand(t, "crash", "STORE_DIR="+dir, "STORE_OP="+op, "STORE_HOOK="+hookSpec, "STORE_DATA="+data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("child was not killed at %s: %v: %s", hookSpec, err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("child did not finish")
-	}
+	runCrashAt(t, dir, op, hookSpec, "STORE_DATA="+data)
 }
 
 // A child killed at each step of Publish, Replace and ReplaceExpected leaves

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 	"golang.org/x/sys/unix"
 )
 
@@ -532,5 +533,64 @@ func TestLeaseFenceIncreasesAcrossProcesses(t *testing.T) {
 	}
 	if c, _ := parseFence(readFile(t, filepath.Join(dir, "seq.fence"))); c != holds[len(holds)-1].fence {
 		t.Fatalf("counter %d, last fence %d", c, holds[len(holds)-1].fence)
+	}
+}
+
+func TestLeaseHeartbeatNoticesLoss(t *testing.T) {
+	dir := locksDir(t)
+	base := runtime.NumGoroutine()
+	l, err := AcquireLease(context.Background(), dir, "job", HeartbeatInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	fired := make(chan struct{})
+	restore := hook.Set(HookLeaseHeartbeat, hook.Once(func(string) {
+		stealLease(t, l.Path())
+		close(fired)
+	}))
+	defer restore()
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat")
+	}
+	stolen := readFile(t, l.Path())
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if runtime.NumGoroutine() > base {
+		t.Fatal("the heartbeat goroutine kept running after it found the lease lost")
+	}
+	if err := l.AssertOwned(); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("assert: %v", err)
+	}
+	if !bytes.Equal(readFile(t, l.Path()), stolen) {
+		t.Fatal("the heartbeat renewed a record that is not ours")
+	}
+}
+
+// A holder killed after writing its record and before raising the fence
+// counter never handed its token out; its successor still goes past it,
+// because it saw the token in the record it reclaimed.
+func TestLeaseFenceSurvivesHolderKilledBeforeCounter(t *testing.T) {
+	s := newStore(t)
+	dir := filepath.Join(s.Path(), LocksDir)
+	first := acquire(t, s.Path()+"/"+LocksDir, "job", CreateLocksDir())
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	runCrashAt(t, s.Path(), "lease", HookLeaseCreated)
+	r, err := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
+	if err != nil || r.Fence != 2 {
+		t.Fatalf("dead holder's record %+v %v", r, err)
+	}
+	if c, _ := parseFence(readFile(t, filepath.Join(dir, "job.fence"))); c != 1 {
+		t.Fatalf("counter %d, want 1 (the holder died before raising it)", c)
+	}
+	l := acquire(t, dir, "job", WaitBudget(5*time.Second), PollInterval(10*time.Millisecond))
+	if l.Fence() != 3 {
+		t.Fatalf("fence %d, want 3", l.Fence())
 	}
 }

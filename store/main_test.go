@@ -5,6 +5,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,6 +129,9 @@ func helperCrash() error {
 		_, err = s.Publish("dest", data)
 	case "replace":
 		_, err = s.Replace("dest", data)
+	case "lease":
+		_, err = AcquireLease(context.Background(), filepath.Join(os.Getenv("STORE_DIR"), LocksDir), "job",
+			CreateLocksDir(), LeaseDuration(300*time.Millisecond))
 	case "replace-expected":
 		var id exactfs.Identity
 		if _, id, err = s.ReadExpected("dest"); err == nil {
@@ -233,4 +237,44 @@ func monoNow() (int64, error) {
 type execCmd struct {
 	*exec.Cmd
 	stderr *bytes.Buffer
+}
+
+// runCrashAt runs the "crash" helper for op on the store at dir and waits
+// for it to die of SIGKILL at hookSpec.
+func runCrashAt(t *testing.T, dir, op, hookSpec string, env ...string) {
+	t.Helper()
+	cmd := helperCommand(t, "crash", append([]string{"STORE_DIR=" + dir, "STORE_OP=" + op, "STORE_HOOK=" + hookSpec}, env...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("child was not killed at %s: %v: %s", hookSpec, err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("child did not finish")
+	}
+}
+
+func mode(t *testing.T, p string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+func chmod(t *testing.T, p string, m os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(p, m); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -15,22 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func mode(t *testing.T, p string) os.FileMode {
-	t.Helper()
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Mode().Perm()
-}
-
-func chmod(t *testing.T, p string, m os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, m); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestApplyRepairsModesVerifyRefusesBefore(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
