@@ -102,7 +102,7 @@ func TestJudgeRules(t *testing.T) {
 			want: Dead, reason: "ESRCH"},
 		{name: "pid 0", owner: func(o *Owner) { o.Pid = 0 }, want: Unknown, notCalled: []string{"signal"}},
 		{name: "pid -1", owner: func(o *Owner) { o.Pid = -1 }, want: Unknown, notCalled: []string{"signal"}},
-		{name: "pid beyond pid_t", owner: func(o *Owner) { o.Pid = 1<<32 + 42 }, want: Unknown,
+		{name: "pid beyond pid_t", owner: func(o *Owner) { o.Pid = append(beyondPidT(), -7)[0] }, want: Unknown,
 			notCalled: []string{"signal"}},
 		{name: "ESRCH", probe: esrch, want: Dead, reason: "no such process (ESRCH)"},
 		{name: "EPERM", probe: func(p *fakeProbe) { p.signal = syscall.EPERM }, want: Alive, reason: "EPERM"},
