@@ -161,6 +161,7 @@ type demoRun struct {
 	retries       int
 	acquire       []int64
 	enters        []int64 // CLOCK_MONOTONIC of every enter
+	lastEnter     int64
 	kills         int
 	holderKills   []int64 // CLOCK_MONOTONIC of kills that landed while the victim held the lock
 	failures      []string
@@ -379,6 +380,7 @@ func (r *demoRun) eventLocked(w *demoWorker, ev demoEvent) {
 		r.criticalCount++
 		r.acquire = append(r.acquire, ev.acquire)
 		r.enters = append(r.enters, ev.mono)
+		r.lastEnter = max(r.lastEnter, ev.mono)
 		if w.armed && !w.killed && r.o.anywhere {
 			// Kill at a random instant from now to a few milliseconds on:
 			// inside the transform, during the durable write after it, or
@@ -455,8 +457,14 @@ func (r *demoRun) printProgress() {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fmt.Fprintf(r.e.stderr, "\r\033[K  updates %d/%d   kills %d   holders killed %d   %.1fs",
-		len(r.acked), r.expected, r.kills, len(r.holderKills), time.Since(r.start).Seconds())
+	reclaimed := 0
+	for _, k := range r.holderKills {
+		if k < r.lastEnter {
+			reclaimed++
+		}
+	}
+	fmt.Fprintf(r.e.stderr, "\r\033[K  updates %d/%d   kills %d   reclaims %d   %.1fs",
+		len(r.acked), r.expected, r.kills, reclaimed, time.Since(r.start).Seconds())
 }
 
 // report checks the invariants and prints the table. It returns whether

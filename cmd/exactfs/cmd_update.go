@@ -79,11 +79,7 @@ func runUpdate(e *env, opts any, args []string) error {
 		}
 		return out.Bytes(), nil
 	}
-	opts2 := f.options()
-	if f.try || f.timeout.d == 0 {
-		opts2 = append(opts2, statelock.WithWait(0))
-	}
-	err = statelock.Update(ctx, stateFile, fn, opts2...)
+	err = statelock.Update(ctx, stateFile, fn, f.options()...)
 	stopNotice()
 	if err == nil {
 		return nil
