@@ -62,6 +62,13 @@ func FixedHostIdentity(id string) HostIdentity {
 // DefaultConfigRoot returns the directory that holds the installation secret
 // when the caller does not choose one: $XDG_CONFIG_HOME/exactfs when that is
 // an absolute path, else the exactfs directory under [os.UserConfigDir].
+//
+// The host id depends on the secret, so processes recognize each other's
+// records as local only when they use one config root. TypeScript peers
+// keep theirs elsewhere (GJC_CONFIG_ROOT); to reclaim each other's dead
+// locks, give exactfs that directory instead of this default. With
+// different roots nothing unsafe happens: each side sees the other's
+// records as foreign and never reclaims them.
 func DefaultConfigRoot() (string, error) {
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "exactfs"), nil
@@ -84,8 +91,11 @@ func LoadHostIdentity(configRoot string) (HostIdentity, error) {
 // LoadHostIdentityFrom is [LoadHostIdentity] with the raw machine id taken
 // from machineID instead of the platform. The value is normalized the way
 // the platform readers normalize it (trimmed, lower-cased) and must be 32
-// hex digits or a UUID, not all zeros.
+// hex digits or a UUID, not all zeros. A nil machineID means [MachineID].
 func LoadHostIdentityFrom(configRoot string, machineID func() (string, error)) (HostIdentity, error) {
+	if machineID == nil {
+		machineID = MachineID
+	}
 	// The machine id is read first so that a host without one fails before
 	// anything is created on disk.
 	raw, err := machineID()
@@ -129,7 +139,9 @@ func normalizeMachineID(s string) (string, error) {
 			isLowerHex(id[:8]+id[9:13]+id[14:18]+id[19:23]+id[24:])
 	}
 	if !ok {
-		return "", fmt.Errorf("liveness: machine id %q is malformed (want 32 hex digits or a UUID)", s)
+		// The value is left out of the message: hiding the machine id is
+		// what the keyed host id is for, and errors end up in logs.
+		return "", fmt.Errorf("liveness: machine id is malformed (%d bytes; want 32 hex digits or a UUID)", len(s))
 	}
 	if strings.Trim(id, "0-") == "" {
 		return "", errors.New("liveness: machine id is all zeros, which identifies no machine")
@@ -334,7 +346,7 @@ func parsePlatformUUID(out []byte) (string, error) {
 	}
 	id, err := normalizeMachineID(string(m[1]))
 	if err != nil || len(id) != 36 {
-		return "", fmt.Errorf("liveness: IOPlatformUUID %q is malformed", m[1])
+		return "", fmt.Errorf("liveness: IOPlatformUUID is malformed (%d bytes)", len(m[1]))
 	}
 	return id, nil
 }

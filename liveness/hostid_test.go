@@ -328,3 +328,11 @@ func TestParsePlatformUUID(t *testing.T) {
 		}
 	}
 }
+
+func TestMalformedMachineIDNotInError(t *testing.T) {
+	const leaked = "0123456789abcdef0123456789abcdeX"
+	_, err := LoadHostIdentityFrom(t.TempDir(), fixedMachineID(leaked))
+	if err == nil || strings.Contains(err.Error(), "0123456789") {
+		t.Fatalf("err = %v: want an error that does not repeat the machine id", err)
+	}
+}

@@ -21,7 +21,7 @@ func MachineID() (string, error) {
 	}
 	id, err := normalizeMachineID(v)
 	if err != nil || len(id) != 36 {
-		return "", fmt.Errorf("liveness: MachineGuid %q is malformed", v)
+		return "", fmt.Errorf("liveness: MachineGuid is malformed (%d bytes)", len(v))
 	}
 	return id, nil
 }
