@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,15 +264,13 @@ func (s *Store) after(op, rel string) error {
 // verified to carry no default ACL), and never replaces: an existing rel is
 // destination_exists and nothing changes. The bytes are staged and fsynced
 // under a private name; right before the no-replace rename that commits
-// them, the binding and the fence are asserted again, and a lease lost by
-// then publishes nothing. The published file is verified owner-only.
+// them, the binding and the fence are asserted, and a lease lost by then
+// publishes nothing. After the commit both are asserted again and the
+// published file is verified owner-only.
 func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "publish"
 	parent, base, err := cleanRel(op, rel, false)
 	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	if err := s.before(op, rel); err != nil {
 		return exactfs.Identity{}, err
 	}
 	d, done, err := s.parentDir(op, parent)
@@ -310,7 +309,7 @@ func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
 	if err := VerifyOwnerOnly(f); err != nil {
 		return err
 	}
-	_, id, err := exactfs.CaptureFile(f)
+	id, err := fileInode(f)
 	if err != nil {
 		return err
 	}
@@ -330,9 +329,6 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "replace"
 	parent, base, err := cleanRel(op, rel, false)
 	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	if err := s.before(op, rel); err != nil {
 		return exactfs.Identity{}, err
 	}
 	d, done, err := s.parentDir(op, parent)
@@ -395,29 +391,35 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
-	if err := s.before(op, rel); err != nil {
-		return exactfs.Identity{}, err
-	}
 	d, done, err := s.parentDir(op, parent)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	f, err := d.OpenFile(base, os.O_RDONLY, 0)
+	// A cheap pre-check from one lstat: exactfs proves the rest (the bytes
+	// by their digest, the link count, the type) on its own capture, and
+	// compares every field of have, whose digest is the caller's.
+	fi, err := d.Lstat(base)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
-	_, have, err := exactfs.CaptureFile(f)
-	if err == nil {
-		err = VerifyOwnerOnly(f)
+	have, ok := fi.Sys().(exactfs.Identity)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeReparsePoint, Detail: "a symlink; refusing to follow or replace it"}
+	case !ok || !fi.Mode().IsRegular():
+		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeNotRegularFile, Detail: "not a regular file; refusing"}
 	}
-	f.Close()
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
+	have.SHA256 = want.SHA256
 	if !SameFile(want, have) {
 		return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: exactfs.CodeIdentityMismatch,
 			Detail: "not the expected file (another writer changed it); nothing was replaced"}
+	}
+	// The successor keeps the predecessor's mode: refuse before the commit
+	// rather than publish a file that is not owner-only.
+	if have.Mode.Perm() != 0o600 {
+		return exactfs.Identity{}, newErr(op, s.join(rel), CodeModeMismatch,
+			"the file is mode "+have.Mode.Perm().String()+", not owner-only 0600; its successor would inherit that", nil)
 	}
 	// exactfs compares every field; have differs from want at most in
 	// ctime and link count, which the store does not compare (nlink is
