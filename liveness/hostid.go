@@ -306,7 +306,8 @@ func createSecret(dir, file string) ([]byte, error) {
 	content := hex.EncodeToString(secret[:]) + "\n"
 	_, err = f.WriteString(content)
 	if err == nil {
-		// The umask may have left group or other bits the mode asked for.
+		// The umask may have removed owner bits from the mode asked for,
+		// leaving a secret that its owner cannot read back.
 		err = f.Chmod(0o600)
 	}
 	if err == nil {
