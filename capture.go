@@ -60,12 +60,12 @@ func (d *Dir) IdentityOf(name string) (Identity, error) {
 // captureAt is the one capture routine: every proof of a file's identity in
 // exactfs comes from here or from captureFD.
 func captureAt(op, path string, dirfd int, base string, keep bool) ([]byte, Identity, error) {
-	fd, err := openRegular(op, path, dirfd, base, os.O_RDONLY, 0)
+	fd, st, err := openRegular(op, path, dirfd, base, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, Identity{}, err
 	}
 	defer sys.Close(fd)
-	return captureFD(op, path, fd, keep)
+	return captureFrom(op, path, fd, keep, st)
 }
 
 // CaptureFile proves the identity of an open regular file, reading it from
@@ -94,6 +94,12 @@ func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
 	if !before.Mode.IsRegular() {
 		return nil, Identity{}, typeError(op, path, before.Mode, "a regular file")
 	}
+	return captureFrom(op, path, fd, keep, before)
+}
+
+// captureFrom reads the regular file fd, whose fstat before the read is
+// before, and brackets the read with a second fstat.
+func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, Identity, error) {
 	hook.Fire(HookCaptureRead, path)
 	h := sha256.New()
 	var data []byte

@@ -159,7 +159,9 @@ func must(t testing.TB, err error) {
 // Every operation that reads, replaces or removes a file refuses an
 // adversarial object at the path promptly, with the right code, and leaves
 // it (and whatever it points to) exactly as it was.
-func TestAdversarialPaths(t *testing.T) {
+func TestAdversarialPaths(t *testing.T) { walkModes(t, testAdversarialPaths) }
+
+func testAdversarialPaths(t *testing.T) {
 	some := Identity{Dev: 1, Ino: 2, Nlink: 1, Mode: 0o600}
 	ops := []struct {
 		name string
@@ -229,6 +231,20 @@ func within(t *testing.T, limit time.Duration, f func() error) error {
 // A symlink in any directory component is refused, even when it points to
 // the right place; so is "..", and a non-directory in a directory position.
 func TestWalkRefusesSymlinkedAncestor(t *testing.T) {
+	walkModes(t, testWalkRefusesSymlinkedAncestor)
+}
+
+// walkModes runs f with the one-call openat2 walk and with the component
+// walk that macOS and kernels before 5.6 use.
+func walkModes(t *testing.T, f func(t *testing.T)) {
+	t.Run("openat2", f)
+	t.Run("components", func(t *testing.T) {
+		withHook(t, hookForceWalk, func(string) {})
+		f(t)
+	})
+}
+
+func testWalkRefusesSymlinkedAncestor(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
 	must(t, os.MkdirAll(filepath.Join(real, "sub"), 0o700))

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
@@ -128,33 +129,69 @@ func resolve(op string, start *Dir, name string) (handle, string, error) {
 	if len(comps) == 0 {
 		return handle{}, "", newErr(op, name, CodeInvalidRequest, "the path names no file")
 	}
-	var h handle
-	switch {
-	case start != nil && abs:
-		return handle{}, "", newErr(op, name, CodeInvalidRequest, "an absolute path is refused here; give a path relative to "+start.path)
-	case start != nil:
-		h = handle{fd: start.fd}
-	case abs:
-		fd, err := sys.OpenDir(sys.AtCWD, "/")
-		if err != nil {
-			return handle{}, "", wrap(op, name, err)
-		}
-		h = handle{fd: fd, owned: true}
-	default:
-		// Bind the whole walk to one directory: AT_FDCWD would be re-read
-		// at every step (another goroutine may chdir), and a parent handle
-		// of AT_FDCWD cannot be fsynced.
-		fd, err := sys.OpenDir(sys.AtCWD, ".")
-		if err != nil {
-			return handle{}, "", wrap(op, name, err)
-		}
-		h = handle{fd: fd, owned: true}
-	}
-	p, err := walk(op, name, h, comps[:len(comps)-1])
+	p, err := openPath(op, name, start, abs, comps[:len(comps)-1])
 	if err != nil {
 		return handle{}, "", err
 	}
 	return p, comps[len(comps)-1], nil
+}
+
+// hookForceWalk, when set, skips the one-call openat2 walk, so that tests on
+// Linux also cover the component walk that macOS and old kernels use.
+const hookForceWalk = "exactfs.path.force-walk"
+
+// openPath opens the directory comps names beneath start (or beneath the
+// root or the working directory, when start is nil). With start set and no
+// components it returns start's own descriptor, not owned.
+//
+// On Linux one openat2(RESOLVE_NO_SYMLINKS) call does the whole walk; if it
+// fails for any reason, walk repeats it one component at a time, which
+// either succeeds (openat2 unavailable) or says exactly which component is
+// wrong. Both refuse a symlink in every component.
+func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, error) {
+	switch {
+	case start != nil && abs:
+		where := "the directory"
+		if start.path != "" {
+			where = start.path
+		}
+		return handle{}, newErr(op, name, CodeInvalidRequest, "an absolute path is refused here; give a path relative to "+where)
+	case start != nil && len(comps) == 0:
+		return handle{fd: start.fd}, nil
+	}
+	// Relative paths are bound to one opened directory: AT_FDCWD would be
+	// re-read at every step (another goroutine may chdir), and a parent
+	// handle of AT_FDCWD could not be fsynced.
+	base, rel := sys.AtCWD, strings.Join(comps, "/")
+	switch {
+	case start != nil:
+		base = start.fd
+	case abs:
+		rel = "/" + rel
+	case rel == "":
+		rel = "."
+	}
+	if !hook.IsSet(hookForceWalk) {
+		if fd, err := sys.OpenDirNoSymlinks(base, rel); err == nil {
+			return handle{fd: fd, owned: true}, nil
+		}
+	}
+	var h handle
+	switch {
+	case start != nil:
+		h = handle{fd: start.fd}
+	default:
+		root := "."
+		if abs {
+			root = "/"
+		}
+		fd, err := sys.OpenDir(sys.AtCWD, root)
+		if err != nil {
+			return handle{}, wrap(op, name, err)
+		}
+		h = handle{fd: fd, owned: true}
+	}
+	return walk(op, name, h, comps)
 }
 
 // Dir is an open directory, bound to the inode it was opened on. Its
@@ -179,37 +216,20 @@ func openDir(start *Dir, op, name string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h handle
 	display := name
-	switch {
-	case start != nil && abs:
-		return nil, newErr(op, name, CodeInvalidRequest, "an absolute path is refused here")
-	case start != nil:
-		h = handle{fd: start.fd}
+	if start != nil {
 		display = filepath.Join(start.path, name)
-	case abs:
-		fd, err := sys.OpenDir(sys.AtCWD, "/")
-		if err != nil {
-			return nil, wrap(op, name, err)
-		}
-		h = handle{fd: fd, owned: true}
-	default:
-		fd, err := sys.OpenDir(sys.AtCWD, ".")
-		if err != nil {
-			return nil, wrap(op, name, err)
-		}
-		h = handle{fd: fd, owned: true}
 	}
-	if !h.owned && len(comps) == 0 {
+	h, err := openPath(op, name, start, abs, comps)
+	if err != nil {
+		return nil, err
+	}
+	if !h.owned {
 		fd, err := sys.OpenDir(h.fd, ".")
 		if err != nil {
 			return nil, wrap(op, name, err)
 		}
 		h = handle{fd: fd, owned: true}
-	}
-	h, err = walk(op, name, h, comps)
-	if err != nil {
-		return nil, err
 	}
 	st, err := sys.Fstat(h.fd)
 	if err != nil {
@@ -385,7 +405,7 @@ func openFile(d *Dir, name string, flag int, perm fs.FileMode) (*os.File, error)
 		return nil, err
 	}
 	defer p.close()
-	fd, err := openRegular("open", d.join(name), p.fd, base, flag, perm)
+	fd, _, err := openRegular("open", d.join(name), p.fd, base, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -393,36 +413,37 @@ func openFile(d *Dir, name string, flag int, perm fs.FileMode) (*os.File, error)
 }
 
 // openRegular opens base beneath dirfd and proves from the descriptor that
-// it is a regular file. Before opening an existing name it lstats it, so
-// that a device or FIFO is refused without the side effects an open can
-// have; the lstat is only a courtesy, the proof is the fstat.
-func openRegular(op, path string, dirfd int, base string, flag int, perm fs.FileMode) (int, error) {
+// it is a regular file, returning the fstat that proved it. Before opening
+// an existing name it lstats it, so that a device or FIFO is refused
+// without the side effects an open can have; the lstat is only a courtesy,
+// the proof is the fstat.
+func openRegular(op, path string, dirfd int, base string, flag int, perm fs.FileMode) (int, sys.Stat, error) {
 	if flag&os.O_CREATE == 0 {
 		st, err := sys.Lstat(dirfd, base)
 		if err != nil {
-			return -1, wrap(op, path, err)
+			return -1, sys.Stat{}, wrap(op, path, err)
 		}
 		if !st.Mode.IsRegular() {
-			return -1, typeError(op, path, st.Mode, "a regular file")
+			return -1, sys.Stat{}, typeError(op, path, st.Mode, "a regular file")
 		}
 	}
 	fd, err := sys.Open(dirfd, base, flag, uint32(perm.Perm()))
 	if err != nil {
 		if err == syscall.ELOOP || err == syscall.ENXIO || err == syscall.EISDIR {
 			if st, lerr := sys.Lstat(dirfd, base); lerr == nil && !st.Mode.IsRegular() {
-				return -1, typeError(op, path, st.Mode, "a regular file")
+				return -1, sys.Stat{}, typeError(op, path, st.Mode, "a regular file")
 			}
 		}
-		return -1, wrap(op, path, err)
+		return -1, sys.Stat{}, wrap(op, path, err)
 	}
 	st, err := sys.Fstat(fd)
 	if err != nil {
 		sys.Close(fd)
-		return -1, wrap(op, path, err)
+		return -1, sys.Stat{}, wrap(op, path, err)
 	}
 	if !st.Mode.IsRegular() {
 		sys.Close(fd)
-		return -1, typeError(op, path, st.Mode, "a regular file")
+		return -1, sys.Stat{}, typeError(op, path, st.Mode, "a regular file")
 	}
-	return fd, nil
+	return fd, st, nil
 }

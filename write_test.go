@@ -247,7 +247,9 @@ func testWriteFileConcurrentReaders(t *testing.T, dir string) {
 
 // A relative path with no directory part is resolved against the working
 // directory, and the directory is made durable like any other.
-func TestRelativePaths(t *testing.T) {
+func TestRelativePaths(t *testing.T) { walkModes(t, testRelativePaths) }
+
+func testRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	must(t, os.Mkdir("sub", 0o700))

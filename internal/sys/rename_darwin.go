@@ -31,3 +31,6 @@ func Fsync(fd int) error {
 		return err
 	})
 }
+
+// OpenDirNoSymlinks has no one-call form on macOS; the caller walks.
+func OpenDirNoSymlinks(dirfd int, path string) (int, error) { return -1, unix.ENOSYS }

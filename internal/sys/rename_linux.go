@@ -22,3 +22,20 @@ func Exchange(olddir int, oldname string, newdir int, newname string) error {
 func Fsync(fd int) error {
 	return retry(func() error { return unix.Fsync(fd) })
 }
+
+// OpenDirNoSymlinks opens the directory at the relative or absolute path
+// beneath dirfd in one openat2 call with RESOLVE_NO_SYMLINKS: no component,
+// the last included, may be a symlink. Any failure (ENOSYS on kernels before
+// 5.6 or under a seccomp filter, ELOOP, ENOTDIR, ENOENT) leaves the caller
+// to walk component by component, which also explains the failure.
+func OpenDirNoSymlinks(dirfd int, path string) (int, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat2(dirfd, path, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK,
+			Resolve: unix.RESOLVE_NO_SYMLINKS,
+		})
+		return err
+	})
+	return fd, err
+}

@@ -19,3 +19,6 @@ func Exchange(olddir int, oldname string, newdir int, newname string) error {
 func Fsync(fd int) error {
 	return retry(func() error { return unix.Fsync(fd) })
 }
+
+// OpenDirNoSymlinks has no one-call form here; the caller walks.
+func OpenDirNoSymlinks(dirfd int, path string) (int, error) { return -1, unix.ENOSYS }

@@ -21,6 +21,7 @@ type Stat struct {
 
 func Open(dirfd int, name string, flag int, perm uint32) (int, error) { return -1, ErrUnsupported }
 func OpenDir(dirfd int, name string) (int, error)                     { return -1, ErrUnsupported }
+func OpenDirNoSymlinks(dirfd int, path string) (int, error)           { return -1, ErrUnsupported }
 func Close(fd int) error                                              { return ErrUnsupported }
 func Dup(fd int) (int, error)                                         { return -1, ErrUnsupported }
 func Fstat(fd int) (Stat, error)                                      { return Stat{}, ErrUnsupported }
