@@ -33,9 +33,9 @@ func checkSecretModes(t *testing.T, root, file string) {
 }
 
 func TestSecretModesUnderPermissiveUmask(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cfg")
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	root := filepath.Join(t.TempDir(), "cfg")
 	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +44,9 @@ func TestSecretModesUnderPermissiveUmask(t *testing.T) {
 
 func TestSecretModesUnderStrictUmask(t *testing.T) {
 	// A umask that removes owner bits must not leave an unreadable secret.
+	root := filepath.Join(t.TempDir(), "cfg")
 	old := syscall.Umask(0o277)
 	defer syscall.Umask(old)
-	root := filepath.Join(t.TempDir(), "cfg")
 	if _, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err != nil {
 		t.Fatal(err)
 	}
