@@ -25,8 +25,10 @@ const (
 )
 
 // EmptyRecordAge is how old a zero-byte lock file must be before an
-// acquirer removes it. A zero-byte lock file is either a placeholder that an
-// exact unlink left at the name when it crashed, or the record of a
+// acquirer removes it (by exact unlink). A zero-byte lock file is a
+// placeholder that an exact unlink left at the name (it crashed, or raced
+// another exact unlink of the same record: Go acquirers serialize their
+// reclaims with flock, TypeScript peers do not), or the record of a
 // TypeScript peer that died between creating and writing it; the same age
 // rule as for the placeholders of SPEC §2.7 applies.
 const EmptyRecordAge = 15 * time.Minute

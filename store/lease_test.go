@@ -594,3 +594,21 @@ func TestLeaseFenceSurvivesHolderKilledBeforeCounter(t *testing.T) {
 		t.Fatalf("fence %d, want 3", l.Fence())
 	}
 }
+
+// A fence counter that cannot be read fails the acquisition closed: the
+// token could not be proved greater than every earlier one. The lock file
+// that was created is retracted.
+func TestLeaseMalformedFenceCounterFailsClosed(t *testing.T) {
+	dir := locksDir(t)
+	os.WriteFile(filepath.Join(dir, "job.fence"), []byte("seven\n"), 0o600)
+	_, err := AcquireLease(context.Background(), dir, "job", WaitBudget(0))
+	if !errors.Is(err, ErrMalformedRecord) {
+		t.Fatalf("acquire with a malformed counter: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "job.lock")); !os.IsNotExist(err) {
+		t.Fatalf("the lock file was not retracted: %v", err)
+	}
+	if got := string(readFile(t, filepath.Join(dir, "job.fence"))); got != "seven\n" {
+		t.Fatalf("counter rewritten: %q", got)
+	}
+}
