@@ -524,12 +524,14 @@ func (r *demoRun) report(elapsed time.Duration) bool {
 		problems = append(problems, fmt.Sprintf("a killed holder's lock was taken over only after %v: the wait budget ran out instead of a reclaim", maxReclaim))
 	}
 	lockState := "free (released tombstone)"
-	if h, err := readHolder(r.state+".lock", liveness.HostIdentity{}); err != nil {
-		lockState = "unreadable: " + err.Error()
-		problems = append(problems, "the lock record is not readable after the run: "+err.Error())
-	} else if !h.released {
-		lockState = "still held"
-		problems = append(problems, "the lock is still held after every worker finished")
+	ls, err := statelock.Inspect(r.state, statelock.WithHostIdentity(liveness.FixedHostIdentity(r.hostID)))
+	switch {
+	case err != nil:
+		lockState = "not inspectable"
+		problems = append(problems, "the lock cannot be inspected after the run: "+err.Error())
+	case ls.State != statelock.StateReleased || ls.Claim.Present:
+		lockState = string(ls.State)
+		problems = append(problems, fmt.Sprintf("after every worker finished, the lock is %s (claim present: %v)", ls.State, ls.Claim.Present))
 	}
 
 	row := func(name string, value any, note string) {

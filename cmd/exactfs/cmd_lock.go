@@ -59,7 +59,7 @@ func runLock(e *env, opts any, args []string) error {
 	relay := newSignalRelay(cancel)
 	defer relay.stop()
 
-	stopNotice := waitNotice(e, stateFile, f.configRoot)
+	stopNotice := waitNotice(e, stateFile, identityOptions(f.configRoot, f.hostLocal))
 	held, err := acquire(ctx, stateFile, f)
 	stopNotice()
 	if err != nil {

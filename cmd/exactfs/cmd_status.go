@@ -36,29 +36,35 @@ JSON output (--json), one object; fields are added, never renamed or removed:
   {
     "state_file": "state.json",
     "lock_path":  "state.json.lock",
-    "lock":   "absent" | "free" | "held" | "malformed" | "unreadable"
-              | "legacy_directory" | "unsafe",
-    "holder": null | {                  the owner of a held (or legacy) lock
+    "lock":   "free"        no lock record yet
+            | "released"    a released tombstone: free to take
+            | "held"        an owner that is alive or not provably dead
+            | "stale"       an owner that is provably dead: the next lock call reclaims it
+            | "unreadable"  a malformed record (kept)
+            | "legacy"      a legacy lock directory (detail: its verdict)
+            | "unsafe",     a symlink, FIFO, socket or device (detail says which; exit 77)
+    "holder": null | {
         "pid": 4242,
         "host_id": "8c02c60c...",       "" when the record names no host
         "this_host": true,
         "start_time": "123456", "start_time_format": "linux-proc-v1",
         "token": "6f1c...",
+        "kernel": true,                 written by exactfs, backed by a kernel OFD lock
         "age_ms": 3021,                 since the record was written
         "verdict": "alive" | "dead" | "unknown",
-        "reason": "no such process (ESRCH)"},
-    "detail": "...",                    what was found, for malformed/unsafe/legacy
+        "reason": "the holder's kernel lock on the record is held"},
+    "detail": "...",
     "claim": {
-        "state": "none" | "held" | "releasing" | "stale" | "crashed"
-                 | "not_empty" | "superseded_file" | "unsafe" | "unreadable",
-        "age_ms": 120, "holder": null | {...as above...}, "detail": "..."},
+        "state": "none" | "held" | "stale" (the next lock call reclaims it)
+               | "crashed" (no readable owner: 'exactfs recover' removes it)
+               | "not_empty" | "superseded_file",
+        "age_ms": 120, "sidecar": "the sidecar owner's verdict", "detail": "why"},
     "residue": [ {"name": ".state.json.<uuid>.replacement",
                   "kind": "staging" | "quarantine" | "placeholder" | "removing",
-                  "size": 0, "age_ms": 5000} ]
+                  "size": 0, "age_ms": 5000} ],
+    "recover": [ {"kind": "remove-claim", "path": "...", "evidence": "..."} ]
+                                        what 'exactfs recover' would do now
   }
-
-A "stale" claim and a "dead" holder are reclaimed by the next lock call on its
-own; a "crashed" claim (no readable sidecar) and residue need 'exactfs recover'.
 
 Examples:
   exactfs status state.json
@@ -78,12 +84,7 @@ func runStatus(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	in, err := newInspector(args[0], o.configRoot, o.hostLocal)
-	if err != nil {
-		return err
-	}
-	defer in.close()
-	st, err := in.inspect(args[0])
+	st, err := inspectLock(args[0], identityOptions(o.configRoot, o.hostLocal))
 	if st == nil {
 		return err
 	}
@@ -99,58 +100,52 @@ func runStatus(e *env, opts any, args []string) error {
 
 func writeStatus(w io.Writer, st *statusJSON) {
 	switch st.Lock {
-	case "absent":
-		fmt.Fprintf(w, "%s: free (no lock record yet)\n", st.LockPath)
 	case "free":
+		fmt.Fprintf(w, "%s: free (no lock record yet)\n", st.LockPath)
+	case "released":
 		fmt.Fprintf(w, "%s: free (released tombstone)\n", st.LockPath)
 	case "held":
 		fmt.Fprintf(w, "%s: held by %s\n", st.LockPath, describeHolder(st.Holder))
-	case "legacy_directory":
-		fmt.Fprintf(w, "%s: legacy lock directory", st.LockPath)
-		if st.Holder != nil {
-			fmt.Fprintf(w, " of %s", describeHolder(st.Holder))
-		}
-		fmt.Fprintf(w, "\n  %s\n", st.Detail)
+	case "stale":
+		fmt.Fprintf(w, "%s: stale: held by %s\n  the holder is gone: the next lock call reclaims this lock at once\n", st.LockPath, describeHolder(st.Holder))
+	case "legacy":
+		fmt.Fprintf(w, "%s: a legacy lock directory: %s\n", st.LockPath, st.Detail)
 	default:
-		fmt.Fprintf(w, "%s: %s: %s\n", st.LockPath, strings.ReplaceAll(st.Lock, "_", " "), st.Detail)
+		fmt.Fprintf(w, "%s: %s: %s\n", st.LockPath, st.Lock, st.Detail)
 	}
 	if st.Holder != nil && st.Lock == "held" {
 		fmt.Fprintf(w, "  start time %s (%s), token %s\n", st.Holder.StartTime, orDash(st.Holder.StartTimeFormat), orDash(st.Holder.Token))
-		switch st.Holder.Verdict {
-		case "dead":
-			fmt.Fprintln(w, "  the holder is gone: the next lock call reclaims this lock at once")
-		default:
-			fmt.Fprintln(w, "  the lock is respected until its holder releases it or is proved dead")
-		}
+		fmt.Fprintln(w, "  the lock is respected until its holder releases it or is proved dead")
 	}
 	c := st.Claim
-	switch c.State {
-	case "none":
+	if c.State == "none" {
 		fmt.Fprintln(w, "transition claim: none")
-	default:
-		fmt.Fprintf(w, "transition claim: %s", strings.ReplaceAll(c.State, "_", " "))
-		if c.AgeMs > 0 {
-			fmt.Fprintf(w, " (%s old)", roundAge(time.Duration(c.AgeMs)*time.Millisecond))
-		}
-		if c.Holder != nil {
-			fmt.Fprintf(w, ", by %s", describeHolder(c.Holder))
-		}
-		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "transition claim: %s (%s old)\n", strings.ReplaceAll(c.State, "_", " "), roundAge(time.Duration(c.AgeMs)*time.Millisecond))
 		if c.Detail != "" {
 			fmt.Fprintf(w, "  %s\n", c.Detail)
 		}
 	}
 	if len(st.Residue) == 0 {
 		fmt.Fprintln(w, "residue: none")
-		return
+	} else {
+		fmt.Fprintf(w, "residue: %d\n", len(st.Residue))
+		for _, r := range st.Residue {
+			fmt.Fprintf(w, "  %-12s %s, %d bytes, %s old\n", r.Kind, r.Name, r.Size, roundAge(time.Duration(r.AgeMs)*time.Millisecond))
+		}
 	}
-	fmt.Fprintf(w, "residue: %d (run 'exactfs recover --dry-run %s' for what can be removed)\n", len(st.Residue), st.StateFile)
-	for _, r := range st.Residue {
-		fmt.Fprintf(w, "  %-12s %s, %d bytes, %s old\n", r.Kind, r.Name, r.Size, roundAge(time.Duration(r.AgeMs)*time.Millisecond))
+	if len(st.Recover) > 0 {
+		fmt.Fprintf(w, "'exactfs recover %s' would:\n", st.StateFile)
+		for _, a := range st.Recover {
+			fmt.Fprintf(w, "  %s %s (%s)\n", a.Kind, a.Path, a.Evidence)
+		}
 	}
 }
 
 func describeHolder(h *holderJSON) string {
+	if h == nil {
+		return "an unknown owner"
+	}
 	where := "another host (" + shortID(h.HostID) + ")"
 	switch {
 	case h.ThisHost:

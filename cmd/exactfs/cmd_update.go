@@ -63,7 +63,7 @@ func runUpdate(e *env, opts any, args []string) error {
 	relay := newSignalRelay(cancel)
 	defer relay.stop()
 
-	stopNotice := waitNotice(e, stateFile, f.configRoot)
+	stopNotice := waitNotice(e, stateFile, identityOptions(f.configRoot, f.hostLocal))
 	ran := false
 	fn := func(old []byte) ([]byte, error) {
 		stopNotice()

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -111,82 +109,10 @@ func splitCommand(args []string) (stateFile string, argv []string, err error) {
 	return stateFile, argv, nil
 }
 
-// holderInfo describes the owner record at F.lock for a person. It only
-// reads (a no-follow, non-blocking capture); it decides nothing.
-type holderInfo struct {
-	present  bool
-	released bool
-	rec      *statelock.Record
-	local    bool
-	age      time.Duration
-}
-
-func (h holderInfo) String() string {
-	if !h.present || h.released || h.rec == nil {
-		return ""
-	}
-	where := "on another host"
-	switch {
-	case h.local:
-		where = "on this host"
-	case h.rec.HostID == "":
-		where = "on an unnamed host"
-	}
-	return fmt.Sprintf("pid %d %s for %s", h.rec.Pid, where, roundAge(h.age))
-}
-
-// readHolder captures and parses the owner record at lockPath.
-func readHolder(lockPath string, host liveness.HostIdentity) (holderInfo, error) {
-	data, id, err := exactfs.Capture(lockPath)
-	if errors.Is(err, exactfs.ErrNotFound) {
-		return holderInfo{}, nil
-	}
-	if err != nil {
-		return holderInfo{}, err
-	}
-	info := holderInfo{present: true, age: time.Since(time.Unix(0, id.MtimeNs))}
-	rec, err := statelock.ParseRecord(data)
-	if err != nil {
-		return info, err
-	}
-	info.rec, info.released, info.local = rec, rec.Released, host.IsLocal(rec.HostID)
-	return info, nil
-}
-
-func roundAge(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < 10*time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Minute).String()
-}
-
-// loadHost returns this host's identity as the lock commands compute it, for
-// describing records; "" ids recognize nothing as local.
-func loadHost(configRoot string) liveness.HostIdentity {
-	root := configRoot
-	if root == "" {
-		r, err := liveness.DefaultConfigRoot()
-		if err != nil {
-			return liveness.HostIdentity{}
-		}
-		root = r
-	}
-	h, err := liveness.LoadHostIdentity(root)
-	if err != nil {
-		return liveness.HostIdentity{}
-	}
-	return h
-}
-
 // waitNotice prints, on a terminal, who holds the lock while a lock call has
 // waited more than a second, refreshing once a second. stop ends it and
 // clears the line; it is safe to call more than once.
-func waitNotice(e *env, stateFile, configRoot string) (stop func()) {
+func waitNotice(e *env, stateFile string, opts []statelock.Option) (stop func()) {
 	if !e.stderrTTY {
 		return func() {}
 	}
@@ -198,8 +124,6 @@ func waitNotice(e *env, stateFile, configRoot string) (stop func()) {
 		t := time.NewTimer(time.Second)
 		defer t.Stop()
 		lockName := filepath.Base(stateFile) + ".lock"
-		var host liveness.HostIdentity
-		var hostLoaded bool
 		printed := false
 		for {
 			select {
@@ -210,11 +134,8 @@ func waitNotice(e *env, stateFile, configRoot string) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if !hostLoaded {
-				host, hostLoaded = loadHost(configRoot), true
-			}
 			msg := fmt.Sprintf("waiting for %s (%s so far)", lockName, roundAge(time.Since(start)))
-			if h, err := readHolder(stateFile+".lock", host); err == nil && h.String() != "" {
+			if h := waitingFor(stateFile, opts); h != "" {
 				msg = fmt.Sprintf("waiting for %s, held by %s", lockName, h)
 			}
 			fmt.Fprintf(e.stderr, "\r\033[K%s", msg)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +35,6 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	exactfsBin = filepath.Join(dir, "exactfs")
-	if runtime.GOOS == "windows" {
-		exactfsBin += ".exe"
-	}
 	// Built without -race even under "go test -race": a race-instrumented
 	// binary starts in seconds on a loaded machine, and the end-to-end tests
 	// start hundreds of processes. The race detector still covers the test.

@@ -27,7 +27,7 @@ func statusOf(t *testing.T, dir, stateFile string) statusJSON {
 // pid and says "alive"; after the holder is SIGKILLed and reaped, "dead".
 func TestStatusNamesLiveHolderThenDead(t *testing.T) {
 	dir := t.TempDir()
-	if st := statusOf(t, dir, "state.json"); st.Lock != "absent" || st.Holder != nil || st.Claim.State != "none" || st.Residue == nil {
+	if st := statusOf(t, dir, "state.json"); st.Lock != "free" || st.Holder != nil || st.Claim.State != "none" || st.Residue == nil {
 		t.Fatalf("status before any lock: %+v", st)
 	}
 	h := startHolder(t, dir, "state.json", 60)
@@ -44,13 +44,13 @@ func TestStatusNamesLiveHolderThenDead(t *testing.T) {
 	<-h.done // reaped: the pid no longer exists
 	h.done <- nil
 	st = statusOf(t, dir, "state.json")
-	if st.Lock != "held" || st.Holder == nil || st.Holder.Pid != int64(h.cmd.Process.Pid) || st.Holder.Verdict != "dead" {
+	if st.Lock != "stale" || st.Holder == nil || st.Holder.Pid != int64(h.cmd.Process.Pid) || st.Holder.Verdict != "dead" {
 		t.Fatalf("status after SIGKILL: %+v holder %+v", st, st.Holder)
 	}
 	// The next caller reclaims it at once.
 	r = runIn(t, dir, quick, "", "lock", "--try", "state.json", "--", "true")
 	expectCode(t, r, 0, "lock --try over a dead holder")
-	if st := statusOf(t, dir, "state.json"); st.Lock != "free" {
+	if st := statusOf(t, dir, "state.json"); st.Lock != "released" {
 		t.Fatalf("after the reclaim: %+v", st)
 	}
 }
@@ -88,7 +88,7 @@ func TestRecoverCrashedClaim(t *testing.T) {
 	os.Chtimes(claim, five, five)
 	r := runIn(t, dir, quick, "", "recover", "s")
 	expectCode(t, r, 0, "recover of a young crashed claim")
-	if !strings.Contains(r.stdout, "leave: crashed transition claim") {
+	if strings.Contains(r.stdout, "remove claim") {
 		t.Fatalf("recover of a young claim: %s", r.stdout)
 	}
 	old := time.Now().Add(-time.Minute)
@@ -102,7 +102,7 @@ func TestRecoverCrashedClaim(t *testing.T) {
 
 	r = runIn(t, dir, quick, "", "recover", "--dry-run", "s")
 	expectCode(t, r, 0, "recover --dry-run")
-	if !strings.Contains(r.stdout, "would remove crashed transition claim") {
+	if !strings.Contains(r.stdout, "would remove claim") {
 		t.Fatalf("recover --dry-run: %s", r.stdout)
 	}
 	if _, err := os.Stat(claim); err != nil {
