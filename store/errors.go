@@ -46,20 +46,20 @@ const (
 // Sentinels for errors.Is. Shared codes (not_found, reparse_point,
 // identity_mismatch, ...) match the exactfs sentinels instead.
 var (
-	ErrOwnerMismatch   = &sentinel{CodeOwnerMismatch}
-	ErrModeMismatch    = &sentinel{CodeModeMismatch}
-	ErrACLDenied       = &sentinel{CodeACLDenied}
-	ErrACLIOError      = &sentinel{CodeACLIOError}
-	ErrACLPresent      = &sentinel{CodeACLPresent}
-	ErrACLMalformed    = &sentinel{CodeACLMalformed}
-	ErrACLUnknown      = &sentinel{CodeACLUnknown}
-	ErrACLUnavailable  = &sentinel{CodeACLUnavailable}
-	ErrACLApplyFailed  = &sentinel{CodeACLApplyFailed}
-	ErrACLVerifyFailed = &sentinel{CodeACLVerifyFailed}
-	ErrRootChanged     = &sentinel{CodeRootChanged}
-	ErrLeaseLost       = &sentinel{CodeLeaseLost}
-	ErrLeaseBusy       = &sentinel{CodeLeaseBusy}
-	ErrMalformedRecord = &sentinel{CodeMalformedRecord}
+	ErrOwnerMismatch   error = &sentinel{CodeOwnerMismatch}
+	ErrModeMismatch    error = &sentinel{CodeModeMismatch}
+	ErrACLDenied       error = &sentinel{CodeACLDenied}
+	ErrACLIOError      error = &sentinel{CodeACLIOError}
+	ErrACLPresent      error = &sentinel{CodeACLPresent}
+	ErrACLMalformed    error = &sentinel{CodeACLMalformed}
+	ErrACLUnknown      error = &sentinel{CodeACLUnknown}
+	ErrACLUnavailable  error = &sentinel{CodeACLUnavailable}
+	ErrACLApplyFailed  error = &sentinel{CodeACLApplyFailed}
+	ErrACLVerifyFailed error = &sentinel{CodeACLVerifyFailed}
+	ErrRootChanged     error = &sentinel{CodeRootChanged}
+	ErrLeaseLost       error = &sentinel{CodeLeaseLost}
+	ErrLeaseBusy       error = &sentinel{CodeLeaseBusy}
+	ErrMalformedRecord error = &sentinel{CodeMalformedRecord}
 )
 
 type sentinel struct{ code exactfs.Code }
