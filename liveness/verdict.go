@@ -177,7 +177,8 @@ func unknown(reason string) Judgement { return Judgement{Unknown, reason} }
 //  6. kill(pid, 0): ESRCH is Dead, EPERM means the pid exists (go on),
 //     any other error is Unknown;
 //  7. the pid is a zombie: Dead;
-//  8. a recorded pidfd inode other than the live one: Dead;
+//  8. a recorded pidfd inode other than the live one: Dead; the same one,
+//     in a boot proved the same by rule 4: Alive;
 //  9. a recorded start time other than the live one read in the same
 //     format: Dead;
 //  10. otherwise Alive (the start time matches, or it is "unknown",
