@@ -45,7 +45,11 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
 		}
 	}
-	h, busy, err := l.takeRecord(l.sidecar, l.newOwner(), true)
+	rec := l.newOwner()
+	h, ok, err := l.reuseSidecar(rec)
+	if !ok && err == nil {
+		h, busy, err = l.takeRecord(l.sidecar, rec, true)
+	}
 	if h == nil {
 		// The directory is ours and empty: giving it back is safe by name,
 		// because nobody judges a claim younger than claimMinAge.
@@ -66,7 +70,7 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 // contender never mistakes a claim between those two steps for a crashed one.
 func (l *locker) releaseClaim(c *heldRecord) error {
 	defer c.f.Close()
-	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode()); err != nil {
+	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), false); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
 	if err := l.dir.Rmdir(l.claim); err != nil {

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/liveness"
 )
 
 // claimRetry bounds the sleeps while the transition claim is busy. A claim
@@ -104,7 +104,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		if last != nil {
 			// Waiting on a holder: look without taking the claim first, so
 			// that waiters do not crowd the claim the holder needs to release.
-			c = l.peek()
+			c = l.peek(last)
 		}
 		if c == nil {
 			h, c, err = l.attempt()
@@ -144,12 +144,12 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			w = newWaker(l.dir.Name(), l.lockName)
 			continue
 		}
-		woke, err := w.wait(ctx, bo.step(remaining))
-		if err != nil {
+		// The sleep only bounds how late a change that produced no event is
+		// noticed; a release wakes us through the watch. So the backoff
+		// keeps growing across wakes: resetting it would make every waiter
+		// poll at 5 ms after each handoff.
+		if _, err := w.wait(ctx, bo.step(remaining)); err != nil {
 			return fail(timeoutReason(c), c, err)
-		}
-		if woke {
-			bo.reset()
 		}
 	}
 }
@@ -187,7 +187,7 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 			// The claim could not be given back after F.lock became ours.
 			// Do not keep a lock acquired in a state we cannot vouch for:
 			// tombstone our own record through our own descriptor.
-			l.rewrite(l.lockName, h.f, h.id, h.data, l.tombstone().Encode())
+			l.rewrite(l.lockName, h.f, h.id, h.data, l.tombstone().Encode(), false)
 			h.f.Close()
 		}
 		return nil, nil, err
@@ -199,8 +199,11 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 // OFD lock on F.lock is held only by a live exactfs holder (or one in the
 // middle of releasing). It returns nil when it cannot tell, and the caller
 // makes a full attempt.
-func (l *locker) peek() *contention {
-	f, s, err := l.openCapture(l.lockName)
+//
+// It does not read the record: who holds it was described by the last full
+// attempt, and a waiter peeks after every wake, so it stays cheap.
+func (l *locker) peek(last *contention) *contention {
+	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}
@@ -208,9 +211,11 @@ func (l *locker) peek() *contention {
 	if held, known := ofdHeld(f); !known || !held {
 		return nil
 	}
-	v := verdict{reason: ReasonOwnerLive}
-	v.Judgement.Verdict, v.Judgement.Reason = liveness.Alive, "the holder's kernel lock on the record is held"
-	return &contention{reason: ReasonOwnerLive, holder: l.describe(s, v)}
+	c := &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}
+	if last != nil && last.reason == ReasonOwnerLive {
+		c.holder = last.holder
+	}
+	return c
 }
 
 // Unlock releases the lock: under the transition claim, it proves that
@@ -270,7 +275,9 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 			errRecordChanged, l.lockName, l.describe(cur, v))
 	}
 	hook.Fire(HookAfterOwnerValidation, l.lockPath)
-	if _, err := l.rewrite(l.lockName, r.f, r.id, r.data, l.tombstone().Encode()); err != nil {
+	// The capture above proved the pathname names our inode with our
+	// bytes; reading them again through our descriptor would prove nothing new.
+	if _, err := l.rewrite(l.lockName, r.f, r.id, r.data, l.tombstone().Encode(), true); err != nil {
 		return err
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -274,5 +275,34 @@ func TestChaosKill(t *testing.T) {
 	t.Logf("%v; %d kills; %d acknowledged, n=%d; slowest reclaim after a kill: %s", r, len(kills), acked, s.N, worst)
 	if len(r.Open) == 0 {
 		t.Error("no holder was killed inside its critical section: the test proved nothing")
+	}
+}
+
+// TestWaiterCPU: a waiter that waits 2 s for a held lock spends a few
+// milliseconds of CPU, not hundreds: it sleeps (backoff, inotify) instead of
+// polling.
+func TestWaiterCPU(t *testing.T) {
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := workerCmd(ctx, "wait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot, "STATELOCK_WAIT_MS=2000")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := time.Duration(us) * time.Microsecond
+	t.Logf("a 2s wait cost %s of CPU", cpu)
+	if cpu > 60*time.Millisecond {
+		t.Fatalf("a 2s wait cost %s of CPU", cpu)
 	}
 }

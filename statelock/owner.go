@@ -167,7 +167,7 @@ func (l *locker) reuseTombstone(name string, judged *snapshot, rec *Record) (*he
 		return nil, err
 	}
 	data := rec.Encode()
-	id, err := l.rewrite(name, f, judged.id, judged.data, data)
+	id, err := l.rewrite(name, f, judged.id, judged.data, data, false)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -186,19 +186,42 @@ var errRecordChanged = errors.New("owner record changed")
 // old bytes back through the same descriptor.
 //
 // There is deliberately no fsync: see the package documentation.
-func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte) (exactfs.Identity, error) {
-	_, cur, err := exactfs.CaptureFile(f)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	if !sameRecord(cur, want) {
-		return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
+//
+// checked says the caller captured want through f itself a moment ago, so
+// the bytes need not be read again first. For the claim's sidecar the
+// pathname is checked after the write by inode only: its in-place writers
+// all hold the claim directory, which is ours, so the bytes at our inode
+// are the ones we just wrote; F.lock gets the full re-capture, because a
+// base writer takes no claim.
+func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, error) {
+	if !checked {
+		_, cur, err := exactfs.CaptureFile(f)
+		if err != nil {
+			return exactfs.Identity{}, err
+		}
+		if !sameRecord(cur, want) {
+			return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
+		}
 	}
 	if err := writeAll(f, data); err != nil {
 		if rerr := writeAll(f, old); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
 		}
 		return exactfs.Identity{}, err
+	}
+	if name == l.sidecar {
+		got, id, err := exactfs.CaptureFile(f)
+		if err != nil {
+			return exactfs.Identity{}, err
+		}
+		fi, err := l.dir.Lstat(name)
+		if err != nil || !bytes.Equal(got, data) {
+			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s", errRecordChanged, l.path(name))
+		}
+		if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+		}
+		return id, nil
 	}
 	// One capture through the pathname proves both halves: the name still
 	// names the inode f is open on (want's), and that inode holds exactly
@@ -213,12 +236,49 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 	return at.id, nil
 }
 
+// writeAll makes data the whole content of f: write at offset 0, then cut
+// the file to that length. A reader in between sees the new bytes followed
+// by the tail of the old ones, which is not valid JSON and so reads as a
+// record being written (contention), exactly as the empty file between the
+// reference's truncate and write does; one system call fewer.
 func writeAll(f *os.File, data []byte) error {
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
 	if _, err := f.WriteAt(data, 0); err != nil {
 		return err
 	}
 	return f.Truncate(int64(len(data)))
+}
+
+// reuseSidecar is the fast path of taking the claim's sidecar, which is
+// nearly always a released tombstone: open it read-write, take the OFD lock
+// (a conflict is a live exactfs taker), capture through that descriptor and,
+// if it is a tombstone, rewrite it in place. ok is false when the sidecar is
+// anything else; the caller then goes through takeRecord, which judges it.
+func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
+	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
+	if err != nil {
+		if unsafeType(err) {
+			return nil, false, &unsafeError{err}
+		}
+		return nil, false, nil
+	}
+	if err := ofdLock(f); err != nil {
+		f.Close()
+		return nil, false, nil
+	}
+	old, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		f.Close()
+		return nil, false, nil
+	}
+	if s := newSnapshot(old, id); !s.released() {
+		f.Close()
+		return nil, false, nil
+	}
+	data := rec.Encode()
+	nid, err := l.rewrite(l.sidecar, f, id, old, data, true)
+	if err != nil {
+		f.Close()
+		return nil, false, nil
+	}
+	return &heldRecord{name: l.sidecar, f: f, id: nid, data: data, rec: rec}, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -31,6 +32,12 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "bench":
 		if err := benchWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "wait":
+		if err := waitWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
@@ -198,4 +205,24 @@ func startAndWaitLine(t *testing.T, cmd *exec.Cmd, want string, timeout time.Dur
 		t.Fatalf("worker did not print %q within %s", want, timeout)
 	}
 	return sc
+}
+
+// waitWorker waits STATELOCK_WAIT_MS for a lock that stays held and prints
+// the CPU time (user+system, microseconds) the wait cost this process.
+func waitWorker() error {
+	before, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	_, err = Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")),
+		WithWait(time.Duration(envInt("STATELOCK_WAIT_MS", 2000))*time.Millisecond))
+	if !errors.Is(err, ErrLocked) {
+		return fmt.Errorf("expected a timeout, got %v", err)
+	}
+	after, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	fmt.Println((after - before).Microseconds())
+	return nil
 }
