@@ -123,6 +123,9 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		if h != nil {
 			return &Held{l: l, rec: h}, nil
 		}
+		if c == nil {
+			c = &contention{reason: ReasonOwnerLive, holder: "an unidentified holder"}
+		}
 		last = c
 		remaining := budget - time.Since(start)
 		if once {

@@ -13,8 +13,12 @@ import (
 const ofdSupported = true
 
 // errOFDConflict means another open file description holds a lock on the
-// inode: a live exactfs holder.
-var errOFDConflict = errors.New("another descriptor holds a kernel lock on the record")
+// inode: a live exactfs holder. errOFDUnsupported means the filesystem
+// takes no such locks (some FUSE and network filesystems).
+var (
+	errOFDConflict    = errors.New("another descriptor holds a kernel lock on the record")
+	errOFDUnsupported = errors.New("the filesystem does not support OFD locks")
+)
 
 // ofdLock takes an exclusive OFD lock on the whole file f, which must be
 // open for writing. The lock belongs to the open file description, not to
@@ -30,6 +34,8 @@ func ofdLock(f *os.File) error {
 			continue
 		case unix.EAGAIN, unix.EACCES:
 			return errOFDConflict
+		case unix.ENOLCK, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
+			return errOFDUnsupported
 		}
 		return err
 	}

@@ -10,7 +10,10 @@ import (
 // ofdSupported is false here: records are judged by the pid rules alone.
 const ofdSupported = false
 
-var errOFDConflict = errors.New("another descriptor holds a kernel lock on the record")
+var (
+	errOFDConflict    = errors.New("another descriptor holds a kernel lock on the record")
+	errOFDUnsupported = errors.New("the filesystem does not support OFD locks")
+)
 
 // ofdLock does nothing where OFD locks do not exist; the records we write
 // here carry no kernel evidence fields, so nobody asks the kernel about them.

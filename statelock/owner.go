@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
@@ -98,7 +99,7 @@ func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 	}
 	_, created, err := exactfs.CaptureFile(f)
 	if err == nil {
-		err = ofdLock(f)
+		rec, err = lockOrPlain(f, rec)
 	}
 	data := rec.Encode()
 	if err == nil {
@@ -162,7 +163,8 @@ func (l *locker) reuseTombstone(name string, judged *snapshot, rec *Record) (*he
 	if err != nil {
 		return nil, err
 	}
-	if err := ofdLock(f); err != nil {
+	rec, err = lockOrPlain(f, rec)
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -261,9 +263,20 @@ func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
 		}
 		return nil, false, nil
 	}
-	if err := ofdLock(f); err != nil {
-		f.Close()
-		return nil, false, nil
+	// A conflict here is nearly always the previous taker between its rmdir
+	// and the close that drops its lock: a few microseconds. Look again
+	// briefly before calling the claim busy.
+	for try := 0; ; try++ {
+		rec2, lerr := lockOrPlain(f, rec)
+		if lerr == nil {
+			rec, err = rec2, nil
+			break
+		}
+		if !errors.Is(lerr, errOFDConflict) || try == 3 {
+			f.Close()
+			return nil, false, nil
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 	old, id, err := exactfs.CaptureFile(f)
 	if err != nil {
@@ -281,4 +294,18 @@ func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
 		return nil, false, nil
 	}
 	return &heldRecord{name: l.sidecar, f: f, id: nid, data: data, rec: rec}, true, nil
+}
+
+// lockOrPlain takes the OFD lock on f for rec. Where the filesystem takes
+// no OFD locks, the record is written without the kernel evidence fields:
+// a record that claims a kernel lock it does not hold would read as dead to
+// every contender whose F_OFD_GETLK answers, so it must not claim one.
+func lockOrPlain(f *os.File, rec *Record) (*Record, error) {
+	err := ofdLock(f)
+	if errors.Is(err, errOFDUnsupported) {
+		plain := *rec
+		plain.PidfdIno, plain.PidNS, plain.BootID = 0, 0, ""
+		return &plain, nil
+	}
+	return rec, err
 }

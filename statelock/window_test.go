@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -448,4 +449,144 @@ func TestKilledHolderReclaimedPromptly(t *testing.T) {
 			t.Logf("reclaimed in %s", took)
 		})
 	}
+}
+
+// The power-loss rule (SPEC §4.7): an empty or torn record last written
+// before the current boot is reclaimed; a young one is a record being
+// written and is kept.
+func TestPowerLossRule(t *testing.T) {
+	for name, c := range map[string]struct {
+		data []byte
+		age  time.Duration
+		ok   bool
+	}{
+		"empty, before boot":        {nil, 1000 * time.Hour, true},
+		"torn, before boot":         {[]byte(`{"pid":12,"sta`), 1000 * time.Hour, true},
+		"empty, young":              {nil, 0, false},
+		"torn, a minute old":        {[]byte(`{"pid":12,"sta`), time.Minute, false},
+		"released:false, 1 min old": {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), time.Minute, true},
+		"released:false, young":     {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), 0, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			data := bytes.ReplaceAll(c.data, []byte("HOST"), []byte(e.host.ID))
+			os.WriteFile(e.lock, data, 0o600)
+			old := time.Now().Add(-c.age)
+			os.Chtimes(e.lock, old, old)
+			before := stateOf(t, e.lock)
+			h, err := TryLock(e.state, e.opts(probeSays(syscall.ESRCH))...)
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Unlock()
+				return
+			}
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("TryLock: %v", err)
+			}
+			before.assertSame(t, e.lock)
+		})
+	}
+}
+
+// A regular file at F.lock.transition is the claim of a superseded
+// protocol: reclaimed by the exact-identity rules when its owner is dead,
+// kept when alive.
+func TestSupersededRegularFileClaim(t *testing.T) {
+	for _, dead := range []bool{true, false} {
+		t.Run("dead="+strconv.FormatBool(dead), func(t *testing.T) {
+			e := newEnv(t)
+			pid := os.Getppid()
+			if dead {
+				pid = 4242
+			}
+			os.WriteFile(e.claim, (&Record{Pid: int64(pid), StartTime: "1", Token: "t", HostID: e.host.ID}).Encode(), 0o600)
+			before := stateOf(t, e.claim)
+			dead4242 := withProber(probe{signal: func(p int) error {
+				if p == 4242 {
+					return syscall.ESRCH
+				}
+				return nil
+			}})
+			h, err := TryLock(e.state, e.opts(dead4242)...)
+			if dead {
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Unlock()
+				return
+			}
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("TryLock: %v", err)
+			}
+			before.assertSame(t, e.claim)
+		})
+	}
+}
+
+// goRecord is a record in the shape an exactfs holder writes (kernel
+// evidence fields), for this process on this host and boot.
+func (e *testEnv) goRecord(t *testing.T) []byte {
+	t.Helper()
+	self, err := liveness.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&Record{Pid: int64(self.Pid), StartTime: self.StartTime, StartTimeFormat: self.StartTimeFormat,
+		Token: exactfs.NewUUID(), HostID: e.host.ID, PidfdIno: self.PidfdIno, PidNS: self.PidNS, BootID: self.BootID}).Encode()
+}
+
+// The kernel rule judges the inode the bytes were read from, not the
+// pathname: a Go record nobody holds a kernel lock on is dead even though
+// its pid (ours) is alive; when a live holder (with its kernel lock) takes
+// the pathname after that verdict, it survives and excludes the next one.
+func TestKernelVerdictBoundToCapturedInode(t *testing.T) {
+	if !ofdSupported {
+		t.Skip("no OFD locks on this platform")
+	}
+	e := newEnv(t)
+	os.WriteFile(e.lock, e.goRecord(t), 0o600)
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil || st.State != StateStale || !st.Holder.Kernel {
+		t.Fatalf("an unlocked Go record of a live pid: %+v %+v %v", st, st.Holder, err)
+	}
+	var successor fileState
+	var live *os.File
+	defer func() {
+		if live != nil {
+			live.Close()
+		}
+	}()
+	defer hook.Set(HookAfterStaleInspection, hook.Once(func(string) {
+		os.Remove(e.lock)
+		f, err := os.OpenFile(e.lock, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := ofdLock(f); err != nil {
+			t.Error(err)
+		}
+		f.Write(e.goRecord(t))
+		live = f
+		successor = stateOf(t, e.lock)
+	}))()
+	if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryLock: %v", err)
+	}
+	successor.assertSame(t, e.lock)
+	_, err = TryLock(e.state, e.opts()...)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "kernel lock") {
+		t.Fatalf("next contender: %v", err)
+	}
+	successor.assertSame(t, e.lock)
+	// The holder's descriptor goes away: dead at once.
+	live.Close()
+	live = nil
+	h, err := TryLock(e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Unlock()
 }
