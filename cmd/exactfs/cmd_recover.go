@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock"
 	"github.com/exactfs/exactfs/store"
 )
@@ -140,6 +141,14 @@ func runRecover(e *env, opts any, args []string) error {
 	case st.Lock == "legacy" || st.Lock == "unreadable":
 		acted = true
 		fmt.Fprintf(w, "leave %s: %s: %s\n", st.LockPath, st.Lock, st.Detail)
+		if st.Lock == "unreadable" {
+			// The protocol never reclaims a record it cannot read (it may be
+			// a peer's, still being written). A person who knows its writer
+			// is gone can remove exactly these bytes.
+			if id, err := exactfs.IdentityOf(st.LockPath); err == nil {
+				fmt.Fprintf(w, "  if you know its writer is gone, remove exactly this record with:\n    exactfs rm --expect %s %s\n", id, st.LockPath)
+			}
+		}
 	}
 	if st.Claim.State == "not_empty" || st.Claim.State == "held" && len(acts) == 0 && st.Claim.AgeMs > 0 {
 		fmt.Fprintf(w, "leave transition claim (%s): %s\n", strings.ReplaceAll(st.Claim.State, "_", " "), st.Claim.Detail)

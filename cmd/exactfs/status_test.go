@@ -128,3 +128,31 @@ func TestRecoverCrashedClaim(t *testing.T) {
 		t.Fatalf("recover removed a non-empty claim directory: %s", r.stdout)
 	}
 }
+
+// TestRecoverPrintsExactRemovalForUnreadableLock: an empty F.lock (a writer
+// killed between creating and writing it) is never reclaimed automatically;
+// recover prints the exact removal, and running it frees the lock.
+func TestRecoverPrintsExactRemovalForUnreadableLock(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "s.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(lock, old, old)
+	if st := statusOf(t, dir, "s"); st.Lock != "unreadable" {
+		t.Fatalf("status of an empty lock record: %+v", st)
+	}
+	r := runIn(t, dir, quick, "", "recover", "s")
+	expectCode(t, r, 0, "recover")
+	i := strings.Index(r.stdout, "exactfs rm --expect ")
+	if i < 0 {
+		t.Fatalf("recover does not print the exact removal:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("recover removed an unreadable lock record by itself")
+	}
+	args := strings.Fields(strings.SplitN(r.stdout[i:], "\n", 2)[0])[1:]
+	expectCode(t, runIn(t, dir, quick, "", args...), 0, strings.Join(args, " "))
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "s", "--", "true"), 0, "lock after the removal")
+}
