@@ -253,3 +253,43 @@ func TestUnsafeStatePathsExit77(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateForwardsSIGTERMAndLeavesStateUntouched: SIGTERM to exactfs
+// reaches CMD; CMD's failure leaves the state file as it was, and the lock
+// is released.
+func TestUpdateForwardsSIGTERMAndLeavesStateUntouched(t *testing.T) {
+	dir := t.TempDir()
+	expectCode(t, runIn(t, dir, quick, "", "update", "s", "--", "echo", "before"), 0, "update")
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command(exactfsBin, "update", "s", "--", "sh", "-c",
+		`cat >/dev/null; echo after; trap 'exit 9' TERM; touch `+ready+`; sleep 30 >/dev/null 2>&1 & wait`)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("exactfs update did not finish after SIGTERM")
+	}
+	if got := cmd.ProcessState.ExitCode(); got != 9 {
+		t.Fatalf("exit %d after SIGTERM, want the command's 9", got)
+	}
+	if got := mustRead(t, filepath.Join(dir, "s")); got != "before\n" {
+		t.Fatalf("state after an interrupted update: %q", got)
+	}
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "s", "--", "true"), 0, "lock --try after SIGTERM")
+}
