@@ -130,9 +130,15 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, I
 	if err != nil {
 		return nil, Identity{}, wrap(op, path, err)
 	}
-	if before != after || off != after.Size {
+	if !sameVersion(before, after) || off != after.Size {
+		what := fmt.Sprintf("%d bytes read, size %d before and %d after", off, before.Size, after.Size)
+		if !sameVersion(before, after) {
+			b, a := identityOf(before, [32]byte{}), identityOf(after, [32]byte{})
+			b.CtimeNs, b.Mode = a.CtimeNs, a.Mode
+			what = b.diff(a)
+		}
 		return nil, Identity{}, &Error{Op: op, Path: path, Code: CodeChangedDuringRead,
-			Detail: fmt.Sprintf("the file changed while it was read (%d bytes read, size %d before and %d after); retry", off, before.Size, after.Size)}
+			Detail: "the file changed while it was read (" + what + "); retry"}
 	}
 	var sum [32]byte
 	h.Sum(sum[:0])
@@ -140,4 +146,15 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, I
 		data = []byte{}
 	}
 	return data, identityOf(after, sum), nil
+}
+
+// sameVersion reports whether two fstats of one descriptor show the same
+// version of the file: same inode, link count, type, size and modification
+// time. The status change time is left out, as SPEC §1 says: a rename (an
+// exact unlink or a compare-and-swap by exchange in another process), a
+// chmod or an ACL tool changes it without changing a byte, and counting it
+// would make every capture that overlaps one of them fail.
+func sameVersion(a, b sys.Stat) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Nlink == b.Nlink && a.Size == b.Size &&
+		a.MtimeNs == b.MtimeNs && a.Mode.Type() == b.Mode.Type()
 }

@@ -2,7 +2,7 @@ package exactfs
 
 import "io/fs"
 
-// A WriteOption adjusts PublishWith, WriteFileWith and ReplaceExpectedWith.
+// A WriteOption adjusts Publish, WriteFile and ReplaceExpected.
 type WriteOption func(*writeOptions)
 
 type writeOptions struct {
@@ -14,7 +14,8 @@ type writeOptions struct {
 // into place: the last moment at which the write can still be called off.
 // A fence belongs here (is the lease still ours?). If f returns an error,
 // nothing is committed: the staged file is removed, the destination is
-// untouched, and f's error is returned as it is.
+// untouched, and the result is an *Error that wraps f's error (errors.Is
+// finds it) with f's exactfs code if it has one, else interrupted.
 //
 // f narrows the window between its check and the commit to a few system
 // calls; it cannot close it. A fence that must hold at the commit itself
@@ -32,43 +33,54 @@ func makeOptions(opts []WriteOption) writeOptions {
 }
 
 // commit runs the BeforeCommit callback, discarding s if it refuses.
-func (o writeOptions) commit(s *staged) error {
+func (o writeOptions) commit(op, path string, s *staged) error {
 	if o.beforeCommit == nil {
 		return nil
 	}
 	if err := o.beforeCommit(); err != nil {
 		s.discard()
-		return err
+		code := CodeOf(err)
+		if code == "" {
+			code = CodeInterrupted
+		}
+		return &Error{Op: op, Path: path, Code: code, Err: err,
+			Detail: "called off before the commit by the caller's check; nothing was changed"}
 	}
 	return nil
 }
 
-// PublishWith is Publish with options.
+// PublishWith is Publish, which takes options itself now; PublishWith stays for
+// the callers written before that.
 func PublishWith(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return publish(nil, path, data, perm, makeOptions(opts))
 }
 
-// PublishWith is (*Dir).Publish with options.
+// PublishWith is (*Dir).Publish, which takes options itself now; PublishWith stays for
+// the callers written before that.
 func (d *Dir) PublishWith(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return publish(d, name, data, perm, makeOptions(opts))
 }
 
-// WriteFileWith is WriteFile with options.
+// WriteFileWith is WriteFile, which takes options itself now; WriteFileWith stays for
+// the callers written before that.
 func WriteFileWith(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return writeFile(nil, path, data, perm, makeOptions(opts))
 }
 
-// WriteFileWith is (*Dir).WriteFile with options.
+// WriteFileWith is (*Dir).WriteFile, which takes options itself now; WriteFileWith stays for
+// the callers written before that.
 func (d *Dir) WriteFileWith(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return writeFile(d, name, data, perm, makeOptions(opts))
 }
 
-// ReplaceExpectedWith is ReplaceExpected with options.
+// ReplaceExpectedWith is ReplaceExpected, which takes options itself now; ReplaceExpectedWith stays for
+// the callers written before that.
 func ReplaceExpectedWith(path string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
 	return replaceExpected(nil, path, data, want, makeOptions(opts))
 }
 
-// ReplaceExpectedWith is (*Dir).ReplaceExpected with options.
+// ReplaceExpectedWith is (*Dir).ReplaceExpected, which takes options itself now; ReplaceExpectedWith stays for
+// the callers written before that.
 func (d *Dir) ReplaceExpectedWith(name string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
 	return replaceExpected(d, name, data, want, makeOptions(opts))
 }

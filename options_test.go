@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -25,6 +26,24 @@ func TestBeforeCommit(t *testing.T) {
 			os.Remove(p)
 			defer setHook(HookForceLinkFallback, func(string) {})()
 			_, err := PublishWith(p, []byte("new"), 0o600, BeforeCommit(f))
+			return err
+		},
+		"Publish": func(p string, _ Identity, f func() error) error {
+			os.Remove(p)
+			_, err := Publish(p, []byte("new"), 0o600, BeforeCommit(f))
+			return err
+		},
+		"Dir.WriteFile": func(p string, _ Identity, f func() error) error {
+			d, err := OpenDir(filepath.Dir(p))
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			_, err = d.WriteFile("f", []byte("new"), 0o600, BeforeCommit(f))
+			return err
+		},
+		"ReplaceExpected": func(p string, want Identity, f func() error) error {
+			_, err := ReplaceExpected(p, []byte("new"), want, BeforeCommit(f))
 			return err
 		},
 		"WriteFileWith": func(p string, _ Identity, f func() error) error {
@@ -48,13 +67,14 @@ func TestBeforeCommit(t *testing.T) {
 				return errFence
 			}
 			before := snapshotDir(t, dir)
-			if name == "PublishWith" || name == "PublishWith link fallback" {
+			if strings.HasPrefix(name, "Publish") {
 				before = ""
 			}
 			err := op(p, id, refuse)
 			if !errors.Is(err, errFence) {
 				t.Fatalf("got %v, want the callback's error", err)
 			}
+			wantCode(t, err, CodeInterrupted)
 			if len(staged) == 0 || !slices.ContainsFunc(staged, func(n string) bool { _, ok := StagingTarget(n); return ok }) {
 				t.Fatalf("the callback ran before the file was staged: %q", staged)
 			}

@@ -124,6 +124,10 @@ func (t *Tree) add(op, path string, fd int, prefix string) error {
 			if err != nil {
 				return err
 			}
+			if id.Nlink == 0 {
+				// Unlinked after it was opened: it has no name left.
+				return &Error{Op: op, Path: where, Code: CodeNotFound, Detail: "the file was removed while it was read"}
+			}
 			if id.Nlink != 1 {
 				return &Error{Op: op, Path: where, Code: CodeHardLinkUnsupported,
 					Detail: fmt.Sprintf("the file has %d links; removing one name would not remove its bytes", id.Nlink)}

@@ -2,8 +2,11 @@ package exactfs
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
@@ -18,6 +21,9 @@ const (
 	// HookUnlinkDetached fires after the object was detached to the
 	// quarantine name and before it is verified and deleted.
 	HookUnlinkDetached = "exactfs.unlink.detached"
+	// HookUnlinkDeleted fires, on the exchange path, after the detached
+	// object was deleted and before the placeholder is taken off the name.
+	HookUnlinkDeleted = "exactfs.unlink.deleted"
 	// HookForceNoExchange, when set, makes UnlinkExact behave as if the
 	// filesystem had no exchange rename (tests of the no-replace path).
 	HookForceNoExchange = "exactfs.unlink.force-no-exchange"
@@ -69,6 +75,10 @@ func unlinkAt(op, path string, dirfd int, base string, want Identity, quarantine
 	if err := validQuarantine(op, path, quarantine, base); err != nil {
 		return err
 	}
+	if !hook.IsSet(hookNoSerialize) {
+		unlock := lockName(dirfd, base)
+		defer unlock()
+	}
 	if err := checkExpected(op, path, dirfd, base, want); err != nil {
 		return err
 	}
@@ -94,6 +104,10 @@ func checkExpected(op, path string, dirfd int, base string, want Identity) error
 	}
 	if !have.SameContent(want) {
 		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: "not the expected file: " + want.diff(have)}
+	}
+	if have.Nlink == 0 {
+		// Unlinked after it was opened: it has no name left.
+		return &Error{Op: op, Path: path, Code: CodeNotFound, Detail: "the file was removed while it was checked"}
 	}
 	if have.Nlink != 1 {
 		return &Error{Op: op, Path: path, Code: CodeHardLinkUnsupported,
@@ -128,8 +142,10 @@ func (u *unlinker) byExchange() (done bool, err error) {
 		}
 		return true, wrap(u.op, u.path, err)
 	}
+	// The descriptor stays open to the end: its link count tells whether
+	// the placeholder still exists somewhere when it is not at the name.
+	defer sys.Close(fd)
 	ph, err := sys.Fstat(fd)
-	sys.Close(fd)
 	if err != nil {
 		u.dropPlaceholder(u.q, ph)
 		return true, wrap(u.op, u.path, err)
@@ -145,10 +161,7 @@ func (u *unlinker) byExchange() (done bool, err error) {
 	if err := checkExpected(u.op, u.path, u.dirfd, u.q, u.want); err != nil {
 		// A successor took the name after our check and was detached in
 		// its place: swap it back, then drop our placeholder.
-		if xerr := sys.Exchange(u.dirfd, u.q, u.dirfd, u.base); xerr != nil {
-			return true, u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", xerr, u.q)
-		}
-		if e := u.dropPlaceholder(u.q, ph); e != nil {
+		if e := u.swapBack(fd, ph); e != nil {
 			return true, e
 		}
 		return true, u.err(CodeIdentityMismatch, "a successor replaced the file before it was detached; the successor was put back", err)
@@ -156,23 +169,129 @@ func (u *unlinker) byExchange() (done bool, err error) {
 	if err := sys.Unlink(u.dirfd, u.q); err != nil {
 		return true, u.err(CodeCleanupPending, "the file was detached but could not be deleted", err, u.q)
 	}
-	// The canonical name holds our empty placeholder, unless a successor
-	// has already replaced it: move it aside without replacing anything,
-	// prove it is still ours, and delete it.
-	aside := placeholderName(ph.Dev, ph.Ino)
-	if st, err := sys.Lstat(u.dirfd, u.base); err != nil || st.Dev != ph.Dev || st.Ino != ph.Ino {
-		return true, u.sync()
-	}
-	if err := sys.RenameNoReplace(u.dirfd, u.base, u.dirfd, aside); err != nil {
-		if err == syscall.ENOENT {
-			return true, u.sync()
+	hook.Fire(HookUnlinkDeleted, u.path)
+	return true, u.retirePlaceholder(fd, ph)
+}
+
+// swapBack returns the object detached by mistake to the name by a second
+// exchange, and deletes our placeholder. It exchanges only while the name
+// holds our own placeholder: if a concurrent exact unlink in another
+// process has exchanged it out in turn, that one swaps it back first (the
+// exchanges nest), and a blind exchange now would hand the other process's
+// object to us and strand ours.
+func (u *unlinker) swapBack(fd int, ph sys.Stat) error {
+	delay := 50 * time.Microsecond
+	deadline := time.Now().Add(placeholderWait)
+	for {
+		st, err := sys.Lstat(u.dirfd, u.base)
+		if err == nil && st.Dev == ph.Dev && st.Ino == ph.Ino {
+			if xerr := sys.Exchange(u.dirfd, u.q, u.dirfd, u.base); xerr != nil {
+				return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", xerr, u.q)
+			}
+			return u.dropPlaceholder(u.q, ph)
 		}
-		return true, u.err(CodeCleanupPending, "the file was deleted but its placeholder is still at the name", err, u.base)
+		if time.Now().After(deadline) {
+			return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name, and the name is held by another operation; it was not swapped back", nil, u.q)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
 	}
-	if e := u.dropPlaceholder(aside, ph); e != nil {
-		return true, e
+}
+
+// hookNoSerialize, when set, lets exact unlinks of one name in this process
+// run at once, as they do across processes (tests of those races).
+const hookNoSerialize = "exactfs.unlink.no-serialize"
+
+// nameLocks serialize the exact unlinks of one name within the process.
+// Concurrent exact unlinks of the same file are correct across processes
+// only as far as their exchanges nest (see swapBack and retirePlaceholder);
+// within one process a mutex makes them take turns. The lock is striped by
+// a hash of the directory inode and the name, so unrelated names rarely
+// wait for each other and never for long.
+var nameLocks [64]sync.Mutex
+
+func lockName(dirfd int, base string) (unlock func()) {
+	h := fnv.New32a()
+	if st, err := sys.Fstat(dirfd); err == nil {
+		fmt.Fprintf(h, "%x:%x:", st.Dev, st.Ino)
 	}
-	return true, u.sync()
+	h.Write([]byte(base))
+	m := &nameLocks[h.Sum32()%uint32(len(nameLocks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// placeholderWait bounds how long retirePlaceholder waits for a placeholder
+// that a concurrent exact unlink holds at its quarantine name.
+const placeholderWait = 2 * time.Second
+
+// retirePlaceholder takes our empty placeholder (open as fd) off the
+// canonical name and deletes it. The name may hold something else:
+//
+//   - a successor that replaced the placeholder: then the placeholder has
+//     no name left (the link count read through fd is 0), and we are done;
+//   - for a moment, another exact unlink's placeholder: a concurrent
+//     UnlinkExact of the same file, which passed its check before we
+//     detached the file, has exchanged our placeholder out to its own
+//     quarantine name, will find it is not the file it expected, and will
+//     exchange it back. If we returned now, our placeholder would be left
+//     at the name for good, so we wait for it, for a bounded time.
+func (u *unlinker) retirePlaceholder(fd int, ph sys.Stat) error {
+	aside := placeholderName(ph.Dev, ph.Ino)
+	delay := 50 * time.Microsecond
+	deadline := time.Now().Add(placeholderWait)
+	for {
+		st, err := sys.Lstat(u.dirfd, u.base)
+		if err == nil && st.Dev == ph.Dev && st.Ino == ph.Ino {
+			// Move it aside without replacing anything, prove that what
+			// moved is still our empty placeholder, and delete it.
+			switch rerr := sys.RenameNoReplace(u.dirfd, u.base, u.dirfd, aside); {
+			case rerr == nil:
+				moved, err := sys.Lstat(u.dirfd, aside)
+				switch {
+				case err != nil:
+					return u.err(CodeCleanupPending, "could not inspect the placeholder after moving it aside", err, aside)
+				case moved.Dev == ph.Dev && moved.Ino == ph.Ino && moved.Size == 0 && moved.Mode.IsRegular():
+					if err := sys.Unlink(u.dirfd, aside); err != nil {
+						return u.err(CodeCleanupPending, "could not delete the placeholder", err, aside)
+					}
+					return u.sync()
+				}
+				// What moved is not our empty placeholder: a successor took
+				// the name between the lstat and the rename, or wrote into
+				// the placeholder. It goes back to its name.
+				if err := sys.RenameNoReplace(u.dirfd, aside, u.dirfd, u.base); err != nil {
+					return u.err(CodeRestoreFailed, "a successor was moved aside with the placeholder and could not be put back", err, aside)
+				}
+				if moved.Dev == ph.Dev && moved.Ino == ph.Ino {
+					return u.sync() // our placeholder, now holding a successor's bytes
+				}
+			case rerr == syscall.ENOENT:
+				// Moved away between the lstat and the rename: look again.
+			default:
+				return u.err(CodeCleanupPending, "the file was deleted but its empty placeholder is still at the name", rerr, u.base)
+			}
+		} else if gone, ferr := u.nameless(fd); ferr != nil || gone {
+			if ferr != nil {
+				return u.err(CodeCleanupPending, "the file was deleted; could not tell where its placeholder is", ferr, u.base)
+			}
+			return u.sync()
+		}
+		if time.Now().After(deadline) {
+			return u.err(CodeCleanupPending, fmt.Sprintf("the file was deleted, but a concurrent operation holds its empty placeholder (inode %d) elsewhere; it may come back to the name", ph.Ino), nil, u.base)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
+// nameless reports whether the file open as fd has no name left.
+func (u *unlinker) nameless(fd int) (bool, error) {
+	st, err := sys.Fstat(fd)
+	if err != nil {
+		return false, err
+	}
+	return st.Nlink == 0, nil
 }
 
 // dropPlaceholder deletes the placeholder at name if it is still the empty

@@ -5,6 +5,8 @@ package exactfs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -222,4 +224,157 @@ func testDirUnlinkExact(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	wantListing(t, filepath.Join(dir, "renamed"))
+}
+
+// Two exact unlinks of the same file at once: the second passes its check
+// before the first detaches the file, and exchanges the first one's
+// placeholder out of the name after the file is deleted. The first must not
+// give up on its placeholder (it would stay at the name for good, an empty
+// file where a lock record was); the second finds the placeholder is not
+// the file it expected and puts it back; the first then removes it.
+func testUnlinkExactConcurrentSameFile(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	putFile(t, p, []byte("a released lock record"))
+	_, id := mustCapture(t, p)
+
+	// As two processes would: no in-process turn-taking.
+	withHook(t, hookNoSerialize, func(string) {})
+	r2checked, r1deleted, r2detached, r1returned := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var checks, detaches atomic.Int32
+	withHook(t, HookUnlinkChecked, func(string) {
+		if checks.Add(1) == 1 { // the second unlinker, started first
+			close(r2checked)
+			<-r1deleted
+		}
+	})
+	withHook(t, HookUnlinkDeleted, func(string) { // only the first gets here
+		close(r1deleted)
+		<-r2detached
+	})
+	withHook(t, HookUnlinkDetached, func(string) {
+		if detaches.Add(1) == 2 { // the second, holding the first's placeholder
+			close(r2detached)
+			select {
+			case <-r1returned:
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+	r2 := make(chan error, 1)
+	go func() { r2 <- UnlinkExact(p, id, "q2") }()
+	<-r2checked
+	r1 := make(chan error, 1)
+	go func() {
+		err := UnlinkExact(p, id, "q1")
+		close(r1returned)
+		r1 <- err
+	}()
+	var errs [2]error
+	for i, c := range []chan error{r1, r2} {
+		select {
+		case errs[i] = <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("an unlink did not return")
+		}
+	}
+	if errs[0] != nil {
+		t.Fatalf("first unlink: %v", errs[0])
+	}
+	wantCode(t, errs[1], CodeIdentityMismatch)
+	wantListing(t, dir)
+}
+
+// Several exact unlinks of the same file, racing freely: exactly one
+// removes it, the others say it is gone or not theirs, and nothing is left.
+func testUnlinkExactRace(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	for round := range 100 {
+		putFile(t, p, []byte("record "+strconv.Itoa(round)))
+		_, id := mustCapture(t, p)
+		errs := make(chan error, 4)
+		for g := range 4 {
+			go func() { errs <- UnlinkExact(p, id, ".gjc-delete-q"+strconv.Itoa(g)) }()
+		}
+		done := 0
+		for range 4 {
+			switch err := <-errs; CodeOf(err) {
+			case "":
+				done++
+			case CodeIdentityMismatch, CodeNotFound, CodeChangedDuringRead:
+				// The losers: the file was gone, another object was there,
+				// or the winner unlinked it while the loser read it.
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if done != 1 {
+			t.Fatalf("round %d: %d unlinks reported success", round, done)
+		}
+		wantListing(t, dir)
+	}
+}
+
+// Three exact unlinks of one file in three processes: the winner deletes
+// it; one loser exchanges the winner's placeholder out, a second loser
+// exchanges the first loser's placeholder out. The losers must swap back in
+// nesting order (the first waits for its own placeholder to return to the
+// name), or the placeholders end up permuted and one stays at the name.
+func testUnlinkExactThreeWay(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	putFile(t, p, []byte("a released lock record"))
+	_, id := mustCapture(t, p)
+	withHook(t, hookNoSerialize, func(string) {})
+
+	l1checked, l2checked := make(chan struct{}), make(chan struct{})
+	l1go, l2go, l2exchanged, wrelease := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var checks, detaches atomic.Int32
+	withHook(t, HookUnlinkChecked, func(string) {
+		switch checks.Add(1) {
+		case 1:
+			close(l1checked)
+			<-l1go
+		case 2:
+			close(l2checked)
+			<-l2go
+		}
+	})
+	withHook(t, HookUnlinkDeleted, func(string) { // the winner
+		close(l1go)
+		<-wrelease
+	})
+	withHook(t, HookUnlinkDetached, func(string) {
+		switch detaches.Add(1) {
+		case 2: // the first loser holds the winner's placeholder
+			close(l2go)
+			<-l2exchanged
+		case 3: // the second loser holds the first loser's placeholder
+			close(l2exchanged)
+			close(wrelease)
+			time.Sleep(100 * time.Millisecond) // the first loser tries to swap back now
+		}
+	})
+	run := func(q string) chan error {
+		c := make(chan error, 1)
+		go func() { c <- UnlinkExact(p, id, q) }()
+		return c
+	}
+	l1 := run("q1")
+	<-l1checked
+	l2 := run("q2")
+	<-l2checked
+	w := run("qw")
+	var errs [3]error
+	for i, c := range []chan error{w, l1, l2} {
+		select {
+		case errs[i] = <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("an unlink did not return")
+		}
+	}
+	if errs[0] != nil {
+		t.Fatalf("winner: %v", errs[0])
+	}
+	wantCode(t, errs[1], CodeIdentityMismatch)
+	wantCode(t, errs[2], CodeIdentityMismatch)
+	wantListing(t, dir)
 }

@@ -102,13 +102,13 @@ func syncDir(op, path string, dirfd int) error {
 // Publish returns, the file survives a power cut; a crash before that leaves
 // no file at path, or the whole file, and residue only under a name that
 // StagingTarget recognizes.
-func Publish(path string, data []byte, perm fs.FileMode) (Identity, error) {
-	return publish(nil, path, data, perm, writeOptions{})
+func Publish(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
+	return publish(nil, path, data, perm, makeOptions(opts))
 }
 
 // Publish creates name beneath d; see Publish.
-func (d *Dir) Publish(name string, data []byte, perm fs.FileMode) (Identity, error) {
-	return publish(d, name, data, perm, writeOptions{})
+func (d *Dir) Publish(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
+	return publish(d, name, data, perm, makeOptions(opts))
 }
 
 func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
@@ -130,7 +130,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 		return Identity{}, err
 	}
 	hook.Fire(HookStaged, path)
-	if err := o.commit(s); err != nil {
+	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
 	var linked bool
@@ -201,13 +201,13 @@ func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Id
 // the bytes are staged under a private name and fsynced, renamed over path,
 // and the directory is fsynced. An existing path that is not a regular file
 // (a symlink, FIFO, directory) is refused and left alone.
-func WriteFile(path string, data []byte, perm fs.FileMode) (Identity, error) {
-	return writeFile(nil, path, data, perm, writeOptions{})
+func WriteFile(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
+	return writeFile(nil, path, data, perm, makeOptions(opts))
 }
 
 // WriteFile replaces name beneath d; see WriteFile.
-func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) (Identity, error) {
-	return writeFile(d, name, data, perm, writeOptions{})
+func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
+	return writeFile(d, name, data, perm, makeOptions(opts))
 }
 
 func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
@@ -226,7 +226,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 		return Identity{}, err
 	}
 	hook.Fire(HookStaged, path)
-	if err := o.commit(s); err != nil {
+	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
 	if err := sys.Rename(p.fd, s.name, p.fd, base); err != nil {
@@ -258,13 +258,13 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 // Where the filesystem has no exchange rename, ReplaceExpected fails with
 // atomic_unavailable rather than fall back to a rename that could overwrite
 // another writer's file.
-func ReplaceExpected(path string, data []byte, want Identity) (Identity, error) {
-	return replaceExpected(nil, path, data, want, writeOptions{})
+func ReplaceExpected(path string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
+	return replaceExpected(nil, path, data, want, makeOptions(opts))
 }
 
 // ReplaceExpected replaces name beneath d; see ReplaceExpected.
-func (d *Dir) ReplaceExpected(name string, data []byte, want Identity) (Identity, error) {
-	return replaceExpected(d, name, data, want, writeOptions{})
+func (d *Dir) ReplaceExpected(name string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
+	return replaceExpected(d, name, data, want, makeOptions(opts))
 }
 
 func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOptions) (Identity, error) {
@@ -279,6 +279,10 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	if err != nil {
 		return Identity{}, err
 	}
+	if have.Nlink == 0 {
+		// Unlinked after it was opened: it has no name left.
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeNotFound, Detail: "the file was removed while it was checked"}
+	}
 	if have.Nlink != 1 {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeHardLinkUnsupported,
 			Detail: fmt.Sprintf("the file has %d links; its other names would keep the old bytes", have.Nlink)}
@@ -292,7 +296,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	}
 	hook.Fire(HookReplaceChecked, path)
 	hook.Fire(HookStaged, path)
-	if err := o.commit(s); err != nil {
+	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
 	if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
