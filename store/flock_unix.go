@@ -4,6 +4,7 @@ package store
 
 import (
 	"os"
+	"time"
 
 	"github.com/exactfs/exactfs"
 	"golang.org/x/sys/unix"
@@ -36,4 +37,33 @@ func fileInode(f *os.File) (exactfs.Identity, error) {
 		return nil
 	})
 	return id, err
+}
+
+// lockDir takes an exclusive flock on a new open of the directory d (a new
+// open file description, so goroutines of one process exclude each other
+// too) and returns the function that releases it. It waits, with backoff,
+// up to dirLockWait. See Store.commitGuard for why.
+func lockDir(d *exactfs.Dir) (unlock func(), err error) {
+	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, newErr("lock", d.Name(), exactfs.CodeIOError, "the directory could not be opened to lock it", err)
+	}
+	deadline := time.Now().Add(dirLockWait)
+	pause := 100 * time.Microsecond
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Close(fd) }, nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			unix.Close(fd)
+			return nil, newErr("lock", d.Name(), exactfs.CodeIOError, "the directory could not be locked", err)
+		}
+		if time.Now().After(deadline) {
+			unix.Close(fd)
+			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
 }
