@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -162,6 +163,7 @@ type demoRun struct {
 	acquire       []int64
 	enters        []int64 // CLOCK_MONOTONIC of every enter
 	lastEnter     int64
+	stopping      bool // no more restarts: the run is being torn down
 	kills         int
 	holderKills   []int64 // CLOCK_MONOTONIC of kills that landed while the victim held the lock
 	failures      []string
@@ -238,7 +240,10 @@ func runDemo(e *env, opts any, args []string) error {
 	r.lastProgress = r.start
 	err = r.run(ctx)
 	elapsed := time.Since(r.start)
-	failed = err != nil
+	// Keep the files of a run that went wrong, for 'exactfs status'; an
+	// interrupted run has nothing to show.
+	var interrupted exitStatus
+	failed = err != nil && !errors.As(err, &interrupted)
 	if e.stderrTTY {
 		fmt.Fprint(e.stderr, "\r\033[K")
 	}
@@ -349,6 +354,14 @@ func (r *demoRun) follow(w *demoWorker, cmd *exec.Cmd, out io.Reader) {
 		r.mu.Unlock()
 	}
 	werr := cmd.Wait()
+	r.exited(w, werr)
+	// Outside the lock: the main loop takes it on every receive.
+	r.workerExited <- struct{}{}
+}
+
+// exited accounts for the end of one incarnation of w and restarts it if the
+// chaos loop killed it.
+func (r *demoRun) exited(w *demoWorker, werr error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w.stdin.Close()
@@ -360,7 +373,7 @@ func (r *demoRun) follow(w *demoWorker, cmd *exec.Cmd, out io.Reader) {
 			// process, which the next worker must reclaim.
 			r.holderKills = append(r.holderKills, w.killedAt)
 		}
-		if w.next < r.o.updates {
+		if w.next < r.o.updates && !r.stopping {
 			if err := r.startLocked(w); err != nil {
 				r.failures = append(r.failures, err.Error())
 			}
@@ -370,7 +383,6 @@ func (r *demoRun) follow(w *demoWorker, cmd *exec.Cmd, out io.Reader) {
 	case w.next != r.o.updates:
 		r.failures = append(r.failures, fmt.Sprintf("worker %d exited after %d of %d updates", w.id, w.next, r.o.updates))
 	}
-	r.workerExited <- struct{}{}
 }
 
 func (r *demoRun) eventLocked(w *demoWorker, ev demoEvent) {
@@ -443,6 +455,7 @@ func (r *demoRun) armLocked() {
 func (r *demoRun) killAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stopping = true
 	for _, w := range r.workers {
 		if w.proc != nil {
 			w.killed = true
