@@ -70,7 +70,9 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 // contender never mistakes a claim between those two steps for a crashed one.
 func (l *locker) releaseClaim(c *heldRecord) error {
 	defer c.f.Close()
-	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), false); err != nil {
+	// No re-read first: we made the claim directory moments ago and hold the
+	// OFD lock on the sidecar, and every in-place writer of it needs both.
+	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), true); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
 	if err := l.dir.Rmdir(l.claim); err != nil {

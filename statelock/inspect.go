@@ -82,7 +82,7 @@ const (
 // occupies F.lock and the verdict on its owner, the transition claim and
 // its sidecar, and residue in the directory.
 func Inspect(stateFile string, opts ...Option) (Status, error) {
-	l, err := newLocker(stateFile, opts)
+	l, err := openLocker(stateFile, opts, false)
 	if err != nil {
 		return Status{}, err
 	}

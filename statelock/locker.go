@@ -69,6 +69,12 @@ func hostIdentity(c *config) (liveness.HostIdentity, error) {
 // lock file is touched fails here (SPEC §3: a failure to establish the host
 // id fails the call before anything is created).
 func newLocker(stateFile string, opts []Option) (*locker, error) {
+	return openLocker(stateFile, opts, true)
+}
+
+// openLocker is newLocker; create says whether a missing directory is
+// made (Lock does, as the reference does; Inspect and Recover only look).
+func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	c := newConfig(opts)
 	lockPath := stateFile + lockSuffix
 	fail := func(err error) (*locker, error) {
@@ -92,7 +98,7 @@ func newLocker(stateFile string, opts []Option) (*locker, error) {
 	// The reference creates the state file's directory; so do we, owner-only.
 	// MkdirAll may follow a symlink in an existing component, but OpenDir
 	// below refuses any, so nothing is ever done through one.
-	if _, err := os.Lstat(dirPath); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(dirPath); create && errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dirPath, 0o700); err != nil {
 			return fail(err)
 		}

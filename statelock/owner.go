@@ -212,13 +212,13 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 		return exactfs.Identity{}, err
 	}
 	if name == l.sidecar {
-		got, id, err := exactfs.CaptureFile(f)
+		id, err := writtenIdentity(f, data)
 		if err != nil {
-			return exactfs.Identity{}, err
+			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 		}
 		fi, err := l.dir.Lstat(name)
-		if err != nil || !bytes.Equal(got, data) {
-			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s", errRecordChanged, l.path(name))
+		if err != nil {
+			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 		}
 		if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
 			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))

@@ -45,7 +45,7 @@ type Action struct {
 //
 // A live lock is never touched: Recover does nothing to F.lock itself.
 func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
-	l, err := newLocker(stateFile, opts)
+	l, err := openLocker(stateFile, opts, false)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package statelock
+
+import (
+	"bytes"
+	"os"
+
+	"github.com/exactfs/exactfs"
+)
+
+// writtenIdentity re-captures the record through f where there is no
+// cheaper exact fstat here.
+func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
+	got, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !bytes.Equal(got, data) {
+		return exactfs.Identity{}, errRecordChanged
+	}
+	return id, nil
+}
