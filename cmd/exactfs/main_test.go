@@ -103,3 +103,16 @@ func mustRead(t testing.TB, path string) string {
 	}
 	return string(b)
 }
+
+// checkPrompt fails the test unless r finished within limit, not counting
+// the time this machine takes to start the binary at all (measured now with
+// "exactfs version"): on a loaded CI machine a process start alone can take
+// a good part of a second, and what is checked is that the command did not
+// wait.
+func checkPrompt(t testing.TB, r result, limit time.Duration, what string) {
+	t.Helper()
+	base := runIn(t, t.TempDir(), quick, "", "version").elapsed
+	if r.elapsed > limit+base {
+		t.Errorf("%s took %v (a bare start takes %v here); want at most %v more", what, r.elapsed, base, limit)
+	}
+}
