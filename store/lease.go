@@ -90,7 +90,9 @@ func (c *leaseConfig) renewWithin() time.Duration {
 	return c.lease / 6
 }
 
-// Lease is a held lease lock. Its methods are safe for concurrent use.
+// Lease is a held lease lock. Its methods are safe for concurrent use. A
+// Lease must be released: its heartbeat goroutine runs, and its record
+// stays live, until Release.
 type Lease struct {
 	dir     *exactfs.Dir
 	ownsDir bool

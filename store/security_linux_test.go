@@ -254,3 +254,52 @@ func TestSymlinkRefusedTargetUntouched(t *testing.T) {
 		t.Fatalf("a symlink's target was changed: dir %v file %v", mode(t, real), mode(t, target))
 	}
 }
+
+// A default ACL on a directory of the store would be inherited by every
+// file created in it: the store refuses to write there until it is cleared.
+func TestStoreRefusesDirectoryWithDefaultACL(t *testing.T) {
+	s := newStore(t)
+	if err := s.Mkdir("d"); err != nil {
+		t.Fatal(err)
+	}
+	setfacl(t, "-d", "-m", "u:nobody:rwx", filepath.Join(s.Path(), "d"))
+	for name, op := range map[string]func() error{
+		"publish": func() error { _, err := s.Publish("d/f", []byte("x")); return err },
+		"replace": func() error { _, err := s.Replace("d/f", []byte("x")); return err },
+		"mkdir":   func() error { return s.Mkdir("d/sub") },
+	} {
+		err := op()
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLAttribute != ACLDefault {
+			t.Fatalf("%s: %v, want acl_present (default)", name, err)
+		}
+	}
+	if got := entries(t, filepath.Join(s.Path(), "d")); len(got) != 0 {
+		t.Fatalf("written despite the ACL: %v", got)
+	}
+}
+
+// The modes are exact whatever the umask: files 0600, directories 0700.
+func TestStoreModesIgnoreUmask(t *testing.T) {
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	s := newStore(t)
+	if err := s.Mkdir("d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish("d/p", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Replace("d/r", nil); err != nil {
+		t.Fatal(err)
+	}
+	unix.Umask(0o777)
+	if _, err := s.Publish("d/q", nil); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{"": 0o700, "d": 0o700, "d/p": 0o600, "d/r": 0o600, "d/q": 0o600} {
+		if got := mode(t, filepath.Join(s.Path(), p)); got != want {
+			t.Errorf("%s: mode %v, want %v", p, got, want)
+		}
+	}
+}
