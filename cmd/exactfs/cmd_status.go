@@ -19,15 +19,18 @@ func init() {
 		name:    "status",
 		summary: "show who holds the lock of a state file, whether they are alive, and any crash residue",
 		usage:   "status [--json] STATEFILE",
-		help: `Describe the lock of STATEFILE without touching it: whether STATEFILE.lock is
-absent, free (a released tombstone) or held; the holder's pid, host (this host
-or another), start time, age, and the liveness verdict with its reason
-(alive, dead, unknown: only "dead" lets the next caller reclaim the lock);
-the transition claim STATEFILE.lock.transition (none, held, stale, crashed);
-a legacy lock directory; and crash residue beside STATEFILE (staging files of
-interrupted writes, quarantined records, placeholders).
+		help: `Describe the lock of STATEFILE without touching it (statelock.Inspect): whether
+STATEFILE.lock is free, released (a tombstone), held or stale; the holder's
+pid, host (this host or another), start time, age, and the liveness verdict
+with its reason (alive, dead, unknown: only "dead" lets the next caller reclaim
+the lock); the transition claim STATEFILE.lock.transition (none, held, stale,
+crashed); a legacy lock directory; crash residue beside STATEFILE (staging
+files of interrupted writes, quarantined records, placeholders); and what
+'exactfs recover' would do.
 
-status reads through no-follow, non-blocking descriptors and writes nothing.
+status reads through no-follow, non-blocking descriptors and changes nothing
+beside STATEFILE (like every lock command, it creates the installation secret
+under the config root if there is none yet).
 Exit status: 0 when the lock could be inspected (free or held), 77 when a
 symlink, FIFO, socket or device is at STATEFILE.lock (it is described, not
 opened), 74 when the files cannot be read.
