@@ -214,7 +214,7 @@ func acquireIn(ctx context.Context, d *exactfs.Dir, name string, cfg leaseConfig
 			rec, perr := ParseLeaseRecord(data)
 			if perr != nil {
 				if id.Size == 0 && id.Nlink == 1 && time.Since(time.Unix(0, id.MtimeNs)) >= cfg.emptyAge {
-					holder = "an empty lock file (crash residue) was removed"
+					holder = "an old, empty lock file (crash residue) was found"
 					retryNow = reclaim(d, lockName, id) == nil
 				} else {
 					holder = "the lock file holds a malformed record, which is never reclaimed automatically: " + perr.Error()

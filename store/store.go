@@ -244,8 +244,7 @@ func (s *Store) before(op, rel string) error {
 	}
 	if l := s.fenceLease(); l != nil {
 		if err := l.AssertOwned(); err != nil {
-			e := err.(*Error)
-			return &Error{Op: op, Path: s.join(rel), Code: CodeLeaseLost, Err: e, Detail: "refusing to mutate: the store's fence lease is lost"}
+			return &Error{Op: op, Path: s.join(rel), Code: CodeLeaseLost, Err: err, Detail: "refusing to mutate: the store's fence lease is lost"}
 		}
 	}
 	return nil
@@ -254,11 +253,12 @@ func (s *Store) before(op, rel string) error {
 // after runs the same checks once the mutation committed; a failure says
 // so (Committed).
 func (s *Store) after(op, rel string) error {
-	if err := s.before(op, rel); err != nil {
-		err.(*Error).Committed = true
-		return err
+	err := s.before(op, rel)
+	var e *Error
+	if errors.As(err, &e) {
+		e.Committed = true
 	}
-	return nil
+	return err
 }
 
 // Publish creates the file rel with data, owner-only (0600, in a directory
