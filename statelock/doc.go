@@ -22,7 +22,9 @@
 // this host and boot asks the kernel (F_OFD_GETLK through the descriptor it
 // read the bytes from): no lock means the holder's descriptor is gone, so
 // the holder is dead at once, whatever its pid now names. Records of
-// TypeScript peers carry no such lock and are judged by the pid rules.
+// TypeScript peers carry no such lock and are judged by the pid rules. On a
+// filesystem that takes no OFD locks our records omit those fields, so that
+// no contender ever reads a missing lock as a dead holder.
 //
 // A crashed transition claim is reclaimed when its sidecar proves the
 // taker gone (SPEC §4.3); the reference strands it forever. Waiters sleep

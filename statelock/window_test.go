@@ -437,13 +437,15 @@ func TestKilledHolderReclaimedPromptly(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			h, err := Lock(context.Background(), e.state, e.opts(WithWait(3*time.Second))...)
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
 			h.Unlock()
-			if took > 500*time.Millisecond {
+			// Far below the budget: the first look proves the holder dead.
+			// (Generous for a loaded CI machine; it takes milliseconds.)
+			if took > 2*time.Second {
 				t.Fatalf("reclaim took %s", took)
 			}
 			t.Logf("reclaimed in %s", took)
