@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // runCrash runs one store mutation in a child that SIGKILLs itself at hook.
@@ -168,17 +169,23 @@ func TestReapAgeThresholdAndSubdirectories(t *testing.T) {
 	os.WriteFile(deep, nil, 0o600)
 	staging := filepath.Join(s.Path(), "a", ".x.2b9d2e7c-3d5e-4f7a-8b9c-0d1e2f3a4b5c.staging")
 	os.WriteFile(staging, []byte("abandoned"), 0o600)
-	rep, err := s.Reap() // default: 15 minutes
-	if err != nil {
-		t.Fatal(err)
+	for _, opts := range [][]ReapOption{nil, {ReapMinAge(time.Hour)}} {
+		rep, err := s.Reap(opts...) // default: 15 minutes
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Removed) != 0 || len(rep.Kept) != 2 || !strings.Contains(rep.Kept[0].Reason, "too recent") {
+			t.Fatalf("fresh residue: %+v", rep)
+		}
 	}
-	if len(rep.Removed) != 0 || len(rep.Kept) != 2 || !strings.Contains(rep.Kept[0].Reason, "too recent") {
-		t.Fatalf("fresh residue: %+v", rep)
-	}
+	// An old mtime alone does not make a file old: a rename (ctime) counts.
 	old := time.Now().Add(-16 * time.Minute)
 	os.Chtimes(deep, old, old)
-	os.Chtimes(staging, old, old)
-	rep, err = s.Reap()
+	if rep, _ := s.Reap(ReapMinAge(time.Minute)); len(rep.Removed) != 0 {
+		t.Fatalf("removed a file renamed or changed just now: %+v", rep)
+	}
+	time.Sleep(100 * time.Millisecond)
+	rep, err := s.Reap(ReapMinAge(50 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +196,54 @@ func TestReapAgeThresholdAndSubdirectories(t *testing.T) {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Fatalf("%s survived", p)
 		}
+	}
+}
+
+// A reap that runs while ReplaceExpected has just exchanged the predecessor
+// out to its staging name (nobody has it open; its mtime is old) waits for
+// the commit to finish instead of deleting it under the writer.
+func TestReapWaitsForCommitInFlight(t *testing.T) {
+	s := newStore(t)
+	id, err := s.Publish("f", []byte("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(s.Path(), "f"), old, old)
+	_, id, _ = s.ReadExpected("f")
+	var rep *ReapReport
+	var reapErr error
+	reaped := make(chan struct{})
+	armed := false
+	defer hook.Set(exactfs.HookReplaceChecked, func(string) { armed = true })()
+	defer hook.Set(exactfs.HookCaptureRead, func(string) {
+		if !armed {
+			return
+		}
+		armed = false
+		go func() {
+			defer close(reaped)
+			rep, reapErr = s.Reap(ReapMinAge(0))
+		}()
+		time.Sleep(100 * time.Millisecond) // the reaper would strike now
+	})()
+	if _, err := s.ReplaceExpected("f", []byte("new"), id); err != nil {
+		t.Fatalf("replace with a reaper running: %v", err)
+	}
+	select {
+	case <-reaped:
+	case <-time.After(40 * time.Second):
+		t.Fatal("reap did not finish")
+	}
+	// Had the reaper looked during the commit, it would have found the
+	// predecessor under its staging name (and kept or removed it).
+	if reapErr != nil || len(rep.Removed) != 0 || len(rep.Kept) != 0 {
+		t.Fatalf("reap looked during the commit: %+v %v", rep, reapErr)
+	}
+	if got := string(readFile(t, filepath.Join(s.Path(), "f"))); got != "new" {
+		t.Fatalf("f = %q", got)
+	}
+	if got := entries(t, s.Path()); len(got) != 1 {
+		t.Fatalf("residue: %v", got)
 	}
 }

@@ -21,8 +21,9 @@ type reapConfig struct {
 	now    func() time.Time
 }
 
-// ReapMinAge sets how old (by modification time) residue must be before it
-// is removed (default 15 minutes). Tests use 0.
+// ReapMinAge sets how long ago residue must have been last written or
+// renamed (the later of its mtime and ctime) before it is removed (default
+// 15 minutes).
 func ReapMinAge(d time.Duration) ReapOption { return func(c *reapConfig) { c.minAge = d } }
 
 // Kept is residue the reaper found and left, with the reason.
@@ -47,7 +48,8 @@ const maxReapDepth = 64
 // unlink placeholders, staging names ".<dest>.<uuid>.staging|.replacement",
 // and the quarantine names of the store and of lease reclaims. Such an
 // object is removed, by exact unlink of the identity just proved, only if it
-// is a regular file with a single link, older than the age threshold, and
+// is a regular file with a single link, not written or renamed within the
+// age threshold, and
 //
 //   - it is empty (a placeholder, or a quarantine name holding the empty
 //     placeholder of an interrupted exact unlink), or
@@ -66,7 +68,9 @@ const maxReapDepth = 64
 // Anything else carrying a residue name (a symlink, a hard link, a
 // non-empty placeholder or quarantined file, a recent file, an open
 // staging file) is kept and reported with the reason. Objects without a
-// residue name are never looked at.
+// residue name are never looked at. Each directory is reaped under the
+// store's commit lock for it (see commitGuard), so no write of a store is
+// between its commit and its cleanup there meanwhile.
 func (s *Store) Reap(opts ...ReapOption) (*ReapReport, error) {
 	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now}
 	for _, o := range opts {
@@ -103,10 +107,19 @@ func classify(name string) residueKind {
 }
 
 func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel string, depth int) error {
-	names, err := d.ReadDirNames()
+	// The store's writers hold this lock from the last check before a
+	// commit to the end of it, which is when a staging name holds a
+	// predecessor nobody has open: the reaper must not look then.
+	unlock, err := lockDir(d)
 	if err != nil {
 		return err
 	}
+	names, err := d.ReadDirNames()
+	if err != nil {
+		unlock()
+		return err
+	}
+	var subdirs []string
 	var errs []error
 	for _, name := range names {
 		p := filepath.Join(rel, name)
@@ -122,19 +135,7 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 			if kind != notResidue {
 				r.Kept = append(r.Kept, Kept{p, "a directory with a residue name; only files are reaped"})
 			}
-			if depth >= maxReapDepth {
-				r.Kept = append(r.Kept, Kept{p, "too deep; not searched"})
-				continue
-			}
-			sub, err := d.OpenDir(name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := s.reapDir(cfg, r, sub, p, depth+1); err != nil {
-				errs = append(errs, err)
-			}
-			sub.Close()
+			subdirs = append(subdirs, name)
 			continue
 		}
 		if kind == notResidue {
@@ -145,6 +146,23 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 		} else {
 			r.Removed = append(r.Removed, p)
 		}
+	}
+	unlock()
+	for _, name := range subdirs {
+		p := filepath.Join(rel, name)
+		if depth >= maxReapDepth {
+			r.Kept = append(r.Kept, Kept{p, "too deep; not searched"})
+			continue
+		}
+		sub, err := d.OpenDir(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := s.reapDir(cfg, r, sub, p, depth+1); err != nil {
+			errs = append(errs, err)
+		}
+		sub.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -161,11 +179,15 @@ func (s *Store) reapOne(cfg *reapConfig, d *exactfs.Dir, name string, kind resid
 	if err != nil {
 		return "could not be inspected: " + err.Error()
 	}
+	// Age counts from the later of the last write and the last rename:
+	// the predecessor that ReplaceExpected has just exchanged out to a
+	// staging name keeps its old mtime, but the exchange moved its ctime.
+	last := max(id.MtimeNs, id.CtimeNs)
 	switch {
 	case id.Nlink != 1:
 		return "hard-linked: its other names would keep the bytes"
-	case cfg.now().Sub(time.Unix(0, id.MtimeNs)) < cfg.minAge:
-		return "too recent: its writer may still be working"
+	case cfg.now().Sub(time.Unix(0, last)) < cfg.minAge:
+		return "too recent (written or renamed " + cfg.now().Sub(time.Unix(0, last)).Round(time.Second).String() + " ago): its writer may still be working"
 	case id.Size != 0 && kind != stagingResidue:
 		return "not empty: only empty placeholders are provably inert"
 	case id.Size != 0 && idle != "":
