@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,4 +174,50 @@ func testReplaceExpectedPredecessorGone(t *testing.T, dir string) {
 		}
 		return nil
 	})
+}
+
+// Compare-and-swap races: several writers with the same expectation, and
+// an exact unlink of the same version; exactly one wins, the others change
+// nothing, and the name ends with the winner's bytes (or nothing, if the
+// unlink won), with no residue.
+func testReplaceExpectedRace(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	for round := range 50 {
+		putFile(t, p, []byte("version 0 of round "+strconv.Itoa(round)))
+		_, id := mustCapture(t, p)
+		type result struct {
+			who  int
+			data []byte
+			err  error
+		}
+		results := make(chan result, 5)
+		for g := range 4 {
+			go func() {
+				data := []byte("writer " + strconv.Itoa(g) + " round " + strconv.Itoa(round))
+				_, err := ReplaceExpected(p, data, id)
+				results <- result{g, data, err}
+			}()
+		}
+		go func() { results <- result{-1, nil, UnlinkExact(p, id, ".gjc-delete-q")} }()
+		var winners []result
+		for range 5 {
+			r := <-results
+			switch CodeOf(r.err) {
+			case "":
+				winners = append(winners, r)
+			case CodeIdentityMismatch, CodeNotFound:
+			default:
+				t.Fatalf("round %d, writer %d: %v", round, r.who, r.err)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners", round, len(winners))
+		}
+		if winners[0].who < 0 {
+			wantListing(t, dir)
+			continue
+		}
+		wantFile(t, p, winners[0].data, 0)
+		wantListing(t, dir, "f")
+	}
 }

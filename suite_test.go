@@ -34,6 +34,7 @@ var suite = []struct {
 	{"ReplaceExpectedSuccessorSurvives", testReplaceExpectedSuccessorSurvives},
 	{"ReplaceExpectedNeverMissing", testReplaceExpectedNeverMissing},
 	{"ReplaceExpectedPredecessorGone", testReplaceExpectedPredecessorGone},
+	{"ReplaceExpectedRace", testReplaceExpectedRace},
 	{"UnlinkExactRemoves", testUnlinkExactRemoves},
 	{"UnlinkExactMismatch", testUnlinkExactMismatch},
 	{"UnlinkExactHardLink", testUnlinkExactHardLink},

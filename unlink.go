@@ -1,6 +1,7 @@
 package exactfs
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -174,24 +175,33 @@ func (u *unlinker) byExchange() (done bool, err error) {
 }
 
 // swapBack returns the object detached by mistake to the name by a second
-// exchange, and deletes our placeholder. It exchanges only while the name
-// holds our own placeholder: if a concurrent exact unlink in another
-// process has exchanged it out in turn, that one swaps it back first (the
-// exchanges nest), and a blind exchange now would hand the other process's
-// object to us and strand ours.
+// exchange, and deletes our placeholder; see exchangeBack.
 func (u *unlinker) swapBack(fd int, ph sys.Stat) error {
+	if err := exchangeBack(u.dirfd, u.q, u.base, ph); err != nil {
+		return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", err, u.q)
+	}
+	return u.dropPlaceholder(u.q, ph)
+}
+
+// errNameHeld: exchangeBack waited in vain for the name to hold our object.
+var errNameHeld = errors.New("the name is held by another operation's object")
+
+// exchangeBack undoes an exchange of private and name: it exchanges them
+// again, but only while name holds ours, the object our exchange put there.
+// If a concurrent exact operation in another process has exchanged ours out
+// in turn, that one swaps it back first (the exchanges nest); a blind
+// exchange now would hand that process's object to us and strand ours. It
+// waits for a bounded time (placeholderWait).
+func exchangeBack(dirfd int, private, name string, ours sys.Stat) error {
 	delay := 50 * time.Microsecond
 	deadline := time.Now().Add(placeholderWait)
 	for {
-		st, err := sys.Lstat(u.dirfd, u.base)
-		if err == nil && st.Dev == ph.Dev && st.Ino == ph.Ino {
-			if xerr := sys.Exchange(u.dirfd, u.q, u.dirfd, u.base); xerr != nil {
-				return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", xerr, u.q)
-			}
-			return u.dropPlaceholder(u.q, ph)
+		st, err := sys.Lstat(dirfd, name)
+		if err == nil && st.Dev == ours.Dev && st.Ino == ours.Ino {
+			return sys.Exchange(dirfd, private, dirfd, name)
 		}
 		if time.Now().After(deadline) {
-			return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name, and the name is held by another operation; it was not swapped back", nil, u.q)
+			return errNameHeld
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 20*time.Millisecond)
@@ -202,10 +212,10 @@ func (u *unlinker) swapBack(fd int, ph sys.Stat) error {
 // run at once, as they do across processes (tests of those races).
 const hookNoSerialize = "exactfs.unlink.no-serialize"
 
-// nameLocks serialize the exact unlinks of one name within the process.
-// Concurrent exact unlinks of the same file are correct across processes
-// only as far as their exchanges nest (see swapBack and retirePlaceholder);
-// within one process a mutex makes them take turns. The lock is striped by
+// nameLocks serialize the exact unlinks and compare-and-swap replaces of
+// one name within the process. Concurrent exchanges at one name are correct
+// across processes only as far as they nest (see exchangeBack and
+// retirePlaceholder); within one process a mutex makes them take turns. The lock is striped by
 // a hash of the directory inode and the name, so unrelated names rarely
 // wait for each other and never for long.
 var nameLocks [64]sync.Mutex

@@ -275,6 +275,12 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 		return Identity{}, err
 	}
 	defer p.close()
+	if !hook.IsSet(hookNoSerialize) {
+		// Take turns with the exact unlinks and replaces of this name in
+		// this process; see lockName.
+		unlock := lockName(p.fd, base)
+		defer unlock()
+	}
 	_, have, err := captureAt(op, path, p.fd, base, false)
 	if err != nil {
 		return Identity{}, err
@@ -313,7 +319,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	// returns to the name exactly, and ours is discarded.
 	_, out, cerr := captureAt(op, path, p.fd, s.name, false)
 	if cerr != nil || !out.SameContent(want) {
-		if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
+		if err := exchangeBack(p.fd, s.name, base, s.st); err != nil {
 			return Identity{}, &Error{Op: op, Path: path, Code: CodeRestoreFailed, Err: err,
 				Detail: "a concurrent writer's file was displaced and could not be swapped back", Residue: s.residue(path)}
 		}
