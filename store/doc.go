@@ -23,6 +23,12 @@
 // ([Store.AcquireFence]): from then on every mutation asserts ownership
 // before and after it commits.
 //
+// Writes that commit by exchange (ReplaceExpected, RemoveExpected) and
+// Replace hold a per-directory flock from their last check to the end of
+// their commit, so store writers in several processes never have two
+// exchange-and-verify sequences in flight in one directory (two of them can
+// swap each other's files back). Staging and fsync stay outside the lock.
+//
 // [Store.Reap] removes crash residue that is provably ours and inert and
 // reports what it kept and why.
 //
