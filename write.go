@@ -19,6 +19,11 @@ const (
 	// HookReplaceChecked fires in ReplaceExpected after the destination was
 	// proved to be the expected predecessor and before the exchange.
 	HookReplaceChecked = "exactfs.replace.checked"
+	// HookCommitted fires once the new file is at the name (renamed,
+	// linked or exchanged in, and the predecessor retired), before the
+	// directory fsync: a successor planted here must not turn the commit
+	// into an error.
+	HookCommitted = "exactfs.write.committed"
 	// HookForceLinkFallback, when set, makes Publish behave as if the
 	// filesystem lacked rename flags (tests of the link fallback).
 	HookForceLinkFallback = "exactfs.publish.force-link"
@@ -143,7 +148,11 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			}
 		}
 		// NFS renames a name that is still open to .nfsXXXX on unlink, which
-		// would leave a second link to the published file: close first.
+		// would leave a second link to the published file: close first,
+		// keeping the stat of the finished file for finish.
+		if st, err := sys.Fstat(s.fd); err == nil {
+			s.st = st
+		}
 		s.closeFD()
 		err = sys.Link(p.fd, s.name, p.fd, base)
 		linked = true
@@ -179,16 +188,23 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	return id, err
 }
 
-// finish proves the destination holds the staged inode and makes its name
-// durable.
+// finish makes the committed change durable and returns the identity of
+// what this call wrote. A successor may already have replaced or removed
+// the name (a writer that does not compare, a reaper): that does not undo
+// this commit, so it is no failure of this call, and reporting one
+// (identity_mismatch means "nothing was changed") would make a
+// compare-and-swap loop apply its update twice. The caller's next
+// compare-and-swap sees the successor.
 func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Identity, error) {
+	hook.Fire(HookCommitted, path)
 	st, err := sys.Lstat(dirfd, base)
-	if err != nil {
-		return Identity{}, wrap(op, path, err)
-	}
-	if st.Dev != s.st.Dev || st.Ino != s.st.Ino {
-		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch,
-			Detail: fmt.Sprintf("the file was put in place, but the name was taken over right after (inode %d, ours %d)", st.Ino, s.st.Ino)}
+	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
+		st = s.st
+		if s.fd >= 0 {
+			if now, err := sys.Fstat(s.fd); err == nil {
+				st = now
+			}
+		}
 	}
 	if err := syncDir(op, path, dirfd); err != nil {
 		return Identity{}, err

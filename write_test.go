@@ -304,3 +304,54 @@ func TestFailedStagingLeavesNoResidue(t *testing.T) {
 		wantListing(t, dir)
 	}
 }
+
+// A successor that replaces or removes the name right after the commit
+// does not turn the commit into an error: the call returns the identity of
+// what it wrote, and the successor stays.
+func TestCommitThenSupersededIsSuccess(t *testing.T) {
+	for name, op := range map[string]func(p string, data []byte) (Identity, error){
+		"Publish": func(p string, data []byte) (Identity, error) { os.Remove(p); return Publish(p, data, 0o600) },
+		"Publish link fallback": func(p string, data []byte) (Identity, error) {
+			os.Remove(p)
+			defer setHook(HookForceLinkFallback, func(string) {})()
+			return Publish(p, data, 0o600)
+		},
+		"WriteFile": func(p string, data []byte) (Identity, error) { return WriteFile(p, data, 0o600) },
+		"ReplaceExpected": func(p string, data []byte) (Identity, error) {
+			_, id := mustCapture(t, p)
+			return ReplaceExpected(p, data, id)
+		},
+	} {
+		for _, successor := range []string{"replaces", "removes"} {
+			t.Run(name+"/successor "+successor, func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, "f")
+				putFile(t, p, []byte("old"))
+				data := randBytes(3000)
+				var ours, theirs uint64
+				restore := setHook(HookCommitted, func(string) {
+					ours = inode(t, p)
+					if successor == "replaces" {
+						theirs = plant(t, p, []byte("successor"))
+					} else {
+						must(t, os.Remove(p))
+					}
+				})
+				id, err := op(p, data)
+				restore()
+				if err != nil {
+					t.Fatalf("the commit happened, but the call failed: %v", err)
+				}
+				if id.Ino != ours || id.SHA256 != sum256(data) || id.Size != int64(len(data)) {
+					t.Fatalf("returned %v; we wrote inode %d with %d bytes", id, ours, len(data))
+				}
+				if successor == "replaces" {
+					wantFile(t, p, []byte("successor"), theirs)
+					wantListing(t, dir, "f")
+				} else {
+					wantListing(t, dir)
+				}
+			})
+		}
+	}
+}
