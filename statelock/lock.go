@@ -47,7 +47,7 @@ func Lock(ctx context.Context, stateFile string, opts ...Option) (*Held, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := l.acquire(ctx, l.cfg.wait, false)
+	h, err := l.acquire(ctx, l.cfg.wait, l.cfg.wait <= 0)
 	if err != nil {
 		l.close()
 		return nil, err
@@ -79,11 +79,12 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	var (
 		bo, claimBo backoff
 		w           *waker
+		tk          *ticket
 		attempts    int
 		last        *contention
 	)
 	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
-	defer func() { w.close() }()
+	defer func() { w.close(); tk.leave() }()
 	fail := func(reason Reason, c *contention, err error) (*Held, error) {
 		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 		if c != nil {
@@ -97,11 +98,18 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		}
 		attempts++
 		var (
-			h   *heldRecord
-			c   *contention
-			err error
+			h       *heldRecord
+			c       *contention
+			err     error
+			skipped bool
 		)
-		if last != nil {
+		switch {
+		case attempts == 1 && !once && l.queued():
+			// Others were waiting before us: queue behind them (queue.go).
+			c, skipped = &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
+		case tk != nil && !l.first(tk):
+			c, skipped = last, true
+		case last != nil:
 			// Waiting on a holder: look without taking the claim first, so
 			// that waiters do not crowd the claim the holder needs to release.
 			c = l.peek(last)
@@ -126,7 +134,9 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		if c == nil {
 			c = &contention{reason: ReasonOwnerLive, holder: "an unidentified holder"}
 		}
-		last = c
+		if !skipped || last == nil {
+			last = c
+		}
 		remaining := budget - time.Since(start)
 		if once {
 			return fail(c.reason, c, nil)
@@ -134,7 +144,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		if remaining <= 0 {
 			return fail(timeoutReason(c), c, nil)
 		}
-		if c.reason == ReasonTransitionClaimTimeout {
+		if c.reason == ReasonTransitionClaimTimeout && !skipped {
 			if err := sleepCtx(ctx, claimBo.step(remaining)); err != nil {
 				return fail(timeoutReason(c), c, err)
 			}
@@ -142,9 +152,11 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		}
 		claimBo.reset()
 		if w == nil {
-			// Arm the watch, then look again at once: a release between the
-			// failed attempt and the watch would otherwise cost a full sleep.
+			// Arm the watch and take a place in the queue, then look again at
+			// once: a release between the failed attempt and the watch would
+			// otherwise cost a full sleep.
 			w = newWaker(l.dir.Name(), l.lockName)
+			tk = l.join(nil)
 			continue
 		}
 		// The sleep only bounds how late a change that produced no event is

@@ -26,7 +26,7 @@ var (
 // kernel drops it when the holder dies, however it dies. That is what lets
 // a contender prove a holder gone without trusting pids.
 func ofdLock(f *os.File) error {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Len: queueBase}
 	for {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 		switch err {
@@ -46,7 +46,7 @@ func ofdLock(f *os.File) error {
 // conflict without taking anything. known is false when the filesystem does
 // not answer (then nothing can be concluded).
 func ofdHeld(f *os.File) (held, known bool) {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Len: queueBase}
 	for {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
 		if err == unix.EINTR {
@@ -57,4 +57,53 @@ func ofdHeld(f *os.File) (held, known bool) {
 		}
 		return lk.Type != unix.F_UNLCK, true
 	}
+}
+
+// queueBase splits the OFD lock space of an owner record's inode. A holder
+// locks the bytes [0, queueBase): far beyond any record, and covering all
+// of them. Waiters announce themselves with read locks on single bytes at
+// queueBase+ticket (ticket: their arrival time), which never conflict with
+// each other or with the holder's range. The kernel drops a waiter's lock
+// when it dies, so the queue never holds a ghost.
+const queueBase = 1 << 40
+
+// queueJoin takes this waiter's place in the queue: a read lock on the one
+// byte of its ticket, through f (open for reading on the record's inode).
+func queueJoin(f *os.File, ticket int64) bool {
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: queueBase + ticket, Len: 1}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil
+	}
+}
+
+// queueAhead reports whether some waiter with a smaller ticket than ticket
+// is queued on f's inode (ticket < 0: any waiter at all).
+func queueAhead(f *os.File, ticket int64) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: queueBase}
+	if ticket >= 0 {
+		if ticket == 0 {
+			return false
+		}
+		lk.Len = ticket
+	}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && lk.Type != unix.F_UNLCK
+	}
+}
+
+// ticketNow is a waiter's arrival time on the host-wide monotonic clock.
+func ticketNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
 }

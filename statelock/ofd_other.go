@@ -21,3 +21,9 @@ func ofdLock(*os.File) error { return nil }
 
 // ofdHeld cannot answer here.
 func ofdHeld(*os.File) (held, known bool) { return false, false }
+
+// There is no waiter queue without OFD locks: waiters compete.
+func queueJoin(*os.File, int64) bool  { return false }
+func queueAhead(*os.File, int64) bool { return false }
+
+func ticketNow() int64 { return 0 }

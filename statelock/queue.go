@@ -1,0 +1,98 @@
+package statelock
+
+import (
+	"os"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// Fairness. Without it, a process that releases the lock and asks again at
+// once nearly always wins: its waiters are still waking up. So waiters
+// queue (queueJoin: a read lock at their ticket on F.lock's inode, beyond
+// the holder's range), and
+//   - a waiter that is not first in the queue does not attempt when woken;
+//     only the first one does;
+//   - a new caller that finds waiters queued joins the queue behind them
+//     instead of attempting.
+//
+// This is advisory and only orders exactfs processes among themselves;
+// mutual exclusion never depends on it (TypeScript peers, and TryLock,
+// ignore the queue). A waiter that stays behind a first one that makes no
+// progress for queueTrust attempts anyway, so a stopped process cannot
+// block the queue.
+const queueTrust = time.Second
+
+// ticket is one waiter's place in the queue.
+type ticket struct {
+	f      *os.File // read-only descriptor on F.lock's inode, carrying the read lock
+	n      int64    // arrival order: CLOCK_MONOTONIC nanoseconds, one clock for the host
+	ino    uint64
+	behind time.Time // since when another waiter has been ahead of us
+}
+
+// join puts the caller in the queue on F.lock's current inode.
+func (l *locker) join(t *ticket) *ticket {
+	if !ofdSupported {
+		return nil
+	}
+	if t == nil {
+		t = &ticket{n: max(1, ticketNow())}
+	}
+	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
+	if err != nil {
+		return t
+	}
+	_, id, err := exactfs.CaptureFile(f)
+	if err != nil || !queueJoin(f, t.n) {
+		f.Close()
+		return t
+	}
+	if t.f != nil {
+		t.f.Close()
+	}
+	t.f, t.ino = f, id.Ino
+	return t
+}
+
+// first reports whether the waiter may attempt now: nobody is ahead of it,
+// or whoever is ahead has been so for longer than queueTrust. It moves the
+// ticket to a new inode of F.lock (after a reclaim), keeping its place.
+func (l *locker) first(t *ticket) bool {
+	if t == nil {
+		return true
+	}
+	if fi, err := l.dir.Lstat(l.lockName); err == nil {
+		if id, ok := fi.Sys().(exactfs.Identity); ok && id.Ino != t.ino {
+			l.join(t)
+		}
+	}
+	if t.f == nil || !queueAhead(t.f, t.n) {
+		t.behind = time.Time{}
+		return true
+	}
+	if t.behind.IsZero() {
+		t.behind = time.Now()
+	}
+	return time.Since(t.behind) > queueTrust
+}
+
+// queued reports whether waiters are queued for the lock now.
+func (l *locker) queued() bool {
+	if !ofdSupported {
+		return false
+	}
+	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return queueAhead(f, -1)
+}
+
+func (t *ticket) leave() {
+	if t != nil && t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
+}
