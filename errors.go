@@ -3,6 +3,7 @@ package exactfs
 import (
 	"errors"
 	"io/fs"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -204,7 +205,7 @@ func describe(c Code) string {
 	case CodeChangedDuringRead:
 		return "the file changed while it was read; nothing read can be attributed to it"
 	case CodeUnsupported:
-		return "unsupported on this platform"
+		return "unsupported on " + runtime.GOOS
 	}
 	return "input/output error"
 }

@@ -254,11 +254,11 @@ func testRelativePaths(t *testing.T) {
 	t.Chdir(dir)
 	must(t, os.Mkdir("sub", 0o700))
 	for _, p := range []string{"f", "sub/f", "./f2"} {
-		id, err := Publish(p, []byte("one"), 0o600)
-		if err != nil {
+		if _, err := Publish(p, []byte("one"), 0o600); err != nil {
 			t.Fatalf("Publish(%q): %v", p, err)
 		}
-		if id, err = WriteFile(p, []byte("two"), 0o600); err != nil {
+		id, err := WriteFile(p, []byte("two"), 0o600)
+		if err != nil {
 			t.Fatalf("WriteFile(%q): %v", p, err)
 		}
 		if id, err = ReplaceExpected(p, []byte("three"), id); err != nil {

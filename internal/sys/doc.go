@@ -8,11 +8,14 @@
 // returns ErrUnsupported and exactfs fails closed.
 package sys
 
-import "errors"
+import (
+	"errors"
+	"runtime"
+)
 
 // ErrUnsupported is returned by every call on a platform where exactfs
 // cannot make the operation safe.
-var ErrUnsupported = errors.New("unsupported on this platform")
+var ErrUnsupported = errors.New("unsupported on " + runtime.GOOS + ": exactfs fails closed rather than risk another process's file")
 
 // maxEINTR bounds the retries of a call interrupted by a signal. The Go
 // runtime installs its handlers with SA_RESTART, so EINTR is rare; a bound
