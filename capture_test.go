@@ -4,6 +4,7 @@ package exactfs
 
 import (
 	"bytes"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -147,6 +148,12 @@ var adversaries = []adversary{
 		putFile(t, victim, []byte("do not touch"))
 		must(t, os.Symlink("victim", p))
 	}, CodeReparsePoint},
+	{"symlink to a directory", func(t *testing.T, p string) {
+		victim := filepath.Join(filepath.Dir(p), "victim-dir")
+		must(t, os.Mkdir(victim, 0o700))
+		putFile(t, filepath.Join(victim, "keep"), []byte("do not touch"))
+		must(t, os.Symlink("victim-dir", p))
+	}, CodeReparsePoint},
 	{"dangling symlink", func(t *testing.T, p string) { must(t, os.Symlink("nowhere", p)) }, CodeReparsePoint},
 	{"FIFO with no writer", func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0o600)) }, CodeNotRegularFile},
 	{"unix socket", func(t *testing.T, p string) {
@@ -208,9 +215,16 @@ func testAdversarialPaths(t *testing.T) {
 		{"WriteFile", func(p string) error { _, err := WriteFile(p, []byte("new"), 0o600); return err }, nil},
 		{"Publish", func(p string) error { _, err := Publish(p, []byte("new"), 0o600); return err },
 			func(adversary) Code { return CodeDestinationExists }},
+		{"CaptureTree", func(p string) error { _, err := CaptureTree(p); return err }, treeCode},
+		{"RemoveTreeExact", func(p string) error {
+			return RemoveTreeExact(p, &Tree{Entries: []TreeEntry{{Identity: Identity{Mode: fs.ModeDir | 0o700}}}})
+		}, treeCode},
 	}
 	for _, a := range adversaries {
 		for _, op := range ops {
+			if a.name == "directory" && op.code != nil && op.code(a) == "" {
+				continue // a directory is what the tree operations expect
+			}
 			t.Run(a.name+"/"+op.name, func(t *testing.T) {
 				dir := t.TempDir()
 				p := filepath.Join(dir, "target")
@@ -226,6 +240,18 @@ func testAdversarialPaths(t *testing.T) {
 			})
 		}
 	}
+}
+
+// treeCode is what a tree operation says about an adversary where it
+// expects a directory ("" for the directory itself).
+func treeCode(a adversary) Code {
+	switch {
+	case a.code == CodeReparsePoint:
+		return CodeReparsePoint
+	case a.name == "directory":
+		return ""
+	}
+	return CodeNotDirectory
 }
 
 // within runs f in a goroutine and fails the test if it takes longer than
