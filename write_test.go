@@ -5,6 +5,7 @@ package exactfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/testfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -283,14 +285,11 @@ func testRelativePaths(t *testing.T) {
 // A write that fails (here: the filesystem is full) leaves no staging file:
 // its name is a fresh UUID that only this call created.
 func TestFailedStagingLeavesNoResidue(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
+	testfs.RequireRoot(t)
 	dir := filepath.Join(t.TempDir(), "small")
 	must(t, os.Mkdir(dir, 0o755))
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256k"); err != nil {
-		t.Skipf("mount tmpfs: %v", err)
-	}
+	err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256k")
+	testfs.Require(t, "a small tmpfs mount", err == nil, fmt.Sprint(err))
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
 	big := make([]byte, 1<<20)
 	for name, op := range map[string]func(p string) error{
