@@ -1,6 +1,7 @@
 package statelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -73,7 +74,11 @@ func (e *LockError) Error() string {
 		if e.Reason == ReasonTransitionClaimTimeout {
 			what = name + ".transition (the transition claim)"
 		}
-		fmt.Fprintf(&b, "timed out after %s waiting for %s (%d attempts)", roundDur(e.Elapsed), what, e.Attempts)
+		verb := "timed out after %s waiting for %s (%d attempts)"
+		if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+			verb = "stopped waiting after %s for %s (%d attempts)"
+		}
+		fmt.Fprintf(&b, verb, roundDur(e.Elapsed), what, e.Attempts)
 	case ReasonOwnerLive, ReasonOwnerRecordFresh, ReasonOwnerUnprovenanced, ReasonLegacyUnprovenanced:
 		fmt.Fprintf(&b, "%s is locked", name)
 	case ReasonUnsafePathType:

@@ -110,9 +110,13 @@ func (l *locker) judgeMalformed(s *snapshot) verdict {
 // describe says who holds a record, for people: "pid 4242 on this host
 // (alive: process exists; start time matches) since 12s".
 func (l *locker) describe(s *snapshot, v verdict) string {
-	since := roundDur(age(s.id))
+	return l.describeWho(s, v) + " since " + roundDur(age(s.id)).String()
+}
+
+// describeWho is describe without the age.
+func (l *locker) describeWho(s *snapshot, v verdict) string {
 	if s.rec == nil {
-		return fmt.Sprintf("an unreadable owner record of %d bytes (%s: %s) since %s", len(s.data), v.Verdict, v.Reason, since)
+		return fmt.Sprintf("an unreadable owner record of %d bytes (%s: %s)", len(s.data), v.Verdict, v.Reason)
 	}
 	r := s.rec
 	where := "on an unnamed host"
@@ -129,5 +133,5 @@ func (l *locker) describe(s *snapshot, v verdict) string {
 		}
 		where = "on host " + id
 	}
-	return fmt.Sprintf("pid %d %s (%s: %s) since %s", r.Pid, where, v.Verdict, v.Reason, since)
+	return fmt.Sprintf("pid %d %s (%s: %s)", r.Pid, where, v.Verdict, v.Reason)
 }

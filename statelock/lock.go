@@ -88,7 +88,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	fail := func(reason Reason, c *contention, err error) (*Held, error) {
 		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 		if c != nil {
-			e.Holder = c.holder
+			e.Holder = c.who()
 		}
 		return nil, e
 	}
@@ -228,7 +228,7 @@ func (l *locker) peek(last *contention) *contention {
 	}
 	c := &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}
 	if last != nil && last.reason == ReasonOwnerLive {
-		c.holder = last.holder
+		c.holder, c.since = last.holder, last.since
 	}
 	return c
 }

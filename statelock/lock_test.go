@@ -66,3 +66,69 @@ func TestTryLockContention(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A wait is cancelled by its context promptly, with the context's error.
+func TestLockContextCancel(t *testing.T) {
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = Lock(ctx, e.state, e.opts(WithWait(time.Minute))...)
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrLocked) {
+		t.Fatalf("Lock: %v", err)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("cancel took %s", took)
+	}
+	t.Logf("%v after %s", err, took.Round(time.Millisecond))
+}
+
+// With runs the function under the lock and joins its error with a
+// release failure; Update leaves the state file alone when fn fails and
+// replaces it durably (mode 0600) when it succeeds.
+func TestWithAndUpdate(t *testing.T) {
+	e := newEnv(t)
+	ran := false
+	if err := With(context.Background(), e.state, func() error {
+		ran = true
+		if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, ErrLocked) {
+			t.Errorf("TryLock inside With: %v", err)
+		}
+		return nil
+	}, e.opts()...); err != nil || !ran {
+		t.Fatalf("With: %v %v", err, ran)
+	}
+	boom := errors.New("boom")
+	if err := With(context.Background(), e.state, func() error { return boom }, e.opts()...); !errors.Is(err, boom) {
+		t.Fatalf("With: %v", err)
+	}
+	for i := 0; i < 3; i++ {
+		err := Update(context.Background(), e.state, func(old []byte) ([]byte, error) {
+			return append(old, 'x'), nil
+		}, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Update(context.Background(), e.state, func(old []byte) ([]byte, error) { return nil, boom }, e.opts()...); !errors.Is(err, boom) {
+		t.Fatalf("Update: %v", err)
+	}
+	if b := mustRead(t, e.state); string(b) != "xxx" {
+		t.Fatalf("state %q", b)
+	}
+	if fi, _ := os.Lstat(e.state); fi.Mode() != 0o600 {
+		t.Fatalf("state mode %v", fi.Mode())
+	}
+	// A symlink planted at the state file is refused, never read through.
+	os.Remove(e.state)
+	os.Symlink("/etc/passwd", e.state)
+	if err := Update(context.Background(), e.state, func(old []byte) ([]byte, error) { return old, nil }, e.opts()...); err == nil {
+		t.Fatal("Update read through a symlink")
+	}
+}

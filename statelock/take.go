@@ -14,6 +14,17 @@ import (
 type contention struct {
 	reason Reason
 	holder string
+	// since is when the holder's record was last written (zero: unknown);
+	// a timeout error reports the age as of the failure, not of the look.
+	since time.Time
+}
+
+// who is the holder description with its age as of now.
+func (c *contention) who() string {
+	if c.since.IsZero() {
+		return c.holder
+	}
+	return c.holder + " since " + roundDur(time.Since(c.since)).String()
 }
 
 // errUnsafe wraps the refusal of a path that holds neither a regular file
@@ -116,7 +127,7 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 		}
 		f.Close()
 		if !v.dead() {
-			return nil, &contention{reason: v.reason, holder: l.describe(s, v)}, nil
+			return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, nil
 		}
 		if err := l.removeJudged(name, s, !sidecar); err != nil {
 			return nil, nil, err
