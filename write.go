@@ -41,6 +41,10 @@ type staged struct {
 func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*staged, error) {
 	name := stagingName(base, suffix)
 	fd, err := sys.Open(dirfd, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err == syscall.ENAMETOOLONG {
+		return nil, &Error{Op: op, Path: path, Code: CodeInvalidRequest, Err: err,
+			Detail: fmt.Sprintf("the name is too long to be staged: the private staging name adds %d bytes to it", len(name)-len(base))}
+	}
 	if err != nil {
 		return nil, wrap(op, path, err)
 	}

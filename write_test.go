@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -352,5 +353,21 @@ func TestCommitThenSupersededIsSuccess(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A name too long to carry the staging prefix and suffix is refused as an
+// invalid request, with nothing created.
+func TestNameTooLongToStage(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, strings.Repeat("n", 240))
+	for name, op := range map[string]func() error{
+		"Publish":   func() error { _, err := Publish(long, []byte("x"), 0o600); return err },
+		"WriteFile": func() error { _, err := WriteFile(long, []byte("x"), 0o600); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantCode(t, op(), CodeInvalidRequest)
+			wantListing(t, dir)
+		})
 	}
 }
