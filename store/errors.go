@@ -29,10 +29,6 @@ const (
 	CodeLeaseLost exactfs.Code = "lease_lost"
 	// CodeLeaseBusy: another live holder kept the lease for the whole wait.
 	CodeLeaseBusy exactfs.Code = "lease_busy"
-	// CodeSuperseded: the write committed, and another writer replaced
-	// or removed the name right after. The write is made; a
-	// compare-and-swap loop must not retry it.
-	CodeSuperseded exactfs.Code = "superseded"
 	// CodeMalformedRecord: a lease record or fence counter could not be
 	// parsed; it is never reclaimed by guesswork.
 	CodeMalformedRecord exactfs.Code = "malformed_record"
@@ -64,7 +60,6 @@ var (
 	ErrLeaseLost       error = &sentinel{CodeLeaseLost}
 	ErrLeaseBusy       error = &sentinel{CodeLeaseBusy}
 	ErrMalformedRecord error = &sentinel{CodeMalformedRecord}
-	ErrSuperseded      error = &sentinel{CodeSuperseded}
 )
 
 type sentinel struct{ code exactfs.Code }

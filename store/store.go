@@ -281,7 +281,7 @@ func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 	defer done()
 	id, err := d.PublishWith(base, data, 0o600, s.beforeCommit(op, rel))
 	if err != nil {
-		return exactfs.Identity{}, s.committedCheck(op, rel, err)
+		return exactfs.Identity{}, err
 	}
 	hook.Fire(HookAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
@@ -373,21 +373,6 @@ func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
 	return nil
 }
 
-// committedCheck turns exactfs's report that a write committed and was then
-// taken over into ErrSuperseded (Committed). exactfs reports that case as
-// identity_mismatch, the code that otherwise means "nothing was changed", so
-// a compare-and-swap loop would apply its update twice. Until exactfs says
-// so in a structured way, the case is recognized by the detail exactfs
-// gives it (write.go, finish).
-func (s *Store) committedCheck(op, rel string, err error) error {
-	var e *exactfs.Error
-	if errors.As(err, &e) && e.Code == exactfs.CodeIdentityMismatch && strings.HasPrefix(e.Detail, "the file was put in place") {
-		return &Error{Op: op, Path: s.join(rel), Code: CodeSuperseded, Committed: true, Err: err,
-			Detail: "the write was committed, and another writer replaced the file right after"}
-	}
-	return err
-}
-
 // Replace writes rel atomically and durably (old bytes or new, never torn),
 // creating it if absent. The new file is created 0600 in a directory
 // verified to carry no default ACL, and verified owner-only afterwards.
@@ -409,7 +394,7 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	id, err := d.WriteFileWith(base, data, 0o600, guard)
 	unlock()
 	if err != nil {
-		return exactfs.Identity{}, s.committedCheck(op, rel, err)
+		return exactfs.Identity{}, err
 	}
 	hook.Fire(HookAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
@@ -456,7 +441,7 @@ func SameFile(want, have exactfs.Identity) bool { return want.SameContent(have) 
 // name is never missing; a writer that got in first keeps its file and the
 // result is identity_mismatch, which means nothing was replaced: re-read and
 // retry. A write that committed and was replaced by another writer right
-// after returns ErrSuperseded (Committed): do not retry it. The new file
+// after is a success (the next compare sees the successor). The new file
 // keeps the predecessor's mode, which must be owner-only (0600).
 func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) (exactfs.Identity, error) {
 	const op = "replace-expected"
@@ -501,7 +486,7 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 	id, err := d.ReplaceExpectedWith(base, data, have, guard)
 	unlock()
 	if err != nil {
-		return exactfs.Identity{}, s.committedCheck(op, rel, err)
+		return exactfs.Identity{}, err
 	}
 	hook.Fire(HookAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
