@@ -111,7 +111,7 @@ func TestSuiteOnBindfs(t *testing.T) {
 	mnt := testfs.BindfsNoRenameFlags(t)
 	for _, c := range suite {
 		switch c.name {
-		case "Publish", "PublishExistingDestination", "PublishLinkFallback", "PublishCrash",
+		case "Publish", "PublishExistingDestination", "PublishLinkFallback", "PublishCrash", "PublishStaged",
 			"WriteFile", "WriteFileModeOwner", "WriteFileCrash", "CaptureTree":
 		default:
 			continue
@@ -202,6 +202,21 @@ func TestPowerCut(t *testing.T) {
 				wantFile(t, filepath.Join(dir, "f"), pdata, 0)
 				wantListing(t, dir, "f")
 			}},
+		{"PublishStaged", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, ".f.tmp"), pdata) },
+			func(t *testing.T, dir string) {
+				if _, err := PublishStaged(filepath.Join(dir, ".f.tmp"), filepath.Join(dir, "f")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, dir string) { wantFile(t, filepath.Join(dir, "f"), pdata, 0); wantListing(t, dir, "f") }},
+		{"PublishStaged link fallback", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, ".f.tmp"), pdata) },
+			func(t *testing.T, dir string) {
+				defer setHook(HookForceLinkFallback, func(string) {})()
+				if _, err := PublishStaged(filepath.Join(dir, ".f.tmp"), filepath.Join(dir, "f")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, dir string) { wantFile(t, filepath.Join(dir, "f"), pdata, 0); wantListing(t, dir, "f") }},
 		{"ReplaceExpected", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, "f"), []byte("old")) },
 			func(t *testing.T, dir string) {
 				_, id := mustCapture(t, filepath.Join(dir, "f"))

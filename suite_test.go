@@ -25,6 +25,7 @@ var suite = []struct {
 	{"PublishExistingDestination", testPublishExistingDestination},
 	{"PublishLinkFallback", testPublishLinkFallback},
 	{"PublishCrash", testPublishCrash},
+	{"PublishStaged", testPublishStaged},
 	{"WriteFile", testWriteFile},
 	{"WriteFileModeOwner", testWriteFileModeOwner},
 	{"WriteFileConcurrentReaders", testWriteFileConcurrentReaders},

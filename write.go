@@ -1,6 +1,7 @@
 package exactfs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -368,4 +369,102 @@ func joinDir(path, name string) string {
 		return path[:i+1] + name
 	}
 	return name
+}
+
+// PublishStaged moves the regular file at staged, a private name the
+// caller created and wrote itself, to name, and never replaces: it is
+// Publish for a file that must exist, complete, before it has its name (a
+// lock record whose lock the caller takes on the staged descriptor first).
+// It renames with RenameNoReplace or, where the filesystem lacks rename
+// flags, links name to the staged inode and then removes the staged name,
+// only while it still names that inode. The directory is fsynced (both
+// directories, if they differ); the caller fsyncs the file's bytes first if
+// they must survive a power cut. An existing name is destination_exists
+// with nothing changed.
+//
+// On NFS, a staged name that is still open when it is removed is renamed
+// to .nfsXXXX instead (a second link that lives until the descriptor is
+// closed); where that matters, close the file before calling.
+func (d *Dir) PublishStaged(staged, name string) (Commit, error) {
+	return publishStaged(d, staged, name)
+}
+
+// PublishStaged moves staged to name; see (*Dir).PublishStaged.
+func PublishStaged(staged, name string) (Commit, error) { return publishStaged(nil, staged, name) }
+
+func publishStaged(d *Dir, staged, name string) (Commit, error) {
+	const op = "publish"
+	path := d.join(name)
+	sp, sbase, err := resolve(op, d, staged)
+	if err != nil {
+		return NotCommitted, err
+	}
+	defer sp.close()
+	dp, dbase, err := resolve(op, d, name)
+	if err != nil {
+		return NotCommitted, err
+	}
+	defer dp.close()
+	src, err := sys.Lstat(sp.fd, sbase)
+	switch {
+	case err != nil:
+		return NotCommitted, wrap(op, d.join(staged), err)
+	case !src.Mode.IsRegular():
+		return NotCommitted, typeError(op, d.join(staged), src.Mode, "a regular file")
+	case src.Nlink != 1:
+		return NotCommitted, &Error{Op: op, Path: d.join(staged), Code: CodeHardLinkUnsupported,
+			Detail: fmt.Sprintf("the staged file has %d links; publishing one of them would leave the others", src.Nlink)}
+	}
+	if _, err := sys.Lstat(dp.fd, dbase); err == nil {
+		return NotCommitted, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
+	}
+	hook.Fire(HookStaged, path)
+	err = sys.RenameNoReplace(sp.fd, sbase, dp.fd, dbase)
+	linked := false
+	if forced := hook.IsSet(HookForceLinkFallback); forced || flagsUnavailable(err) {
+		if forced && err == nil {
+			if err := sys.RenameNoReplace(dp.fd, dbase, sp.fd, sbase); err != nil {
+				panic("exactfs: test hook could not undo a rename: " + err.Error())
+			}
+		}
+		err = sys.Link(sp.fd, sbase, dp.fd, dbase)
+		linked = true
+	}
+	if err != nil {
+		c, e := settle(op, path, err, src, sp.fd, sbase, dp.fd, dbase, !linked)
+		if c != Committed {
+			if errno, ok := err.(syscall.Errno); ok && errno == syscall.EEXIST {
+				e.(*Error).Code = CodeDestinationExists
+			}
+			return c, e
+		}
+	}
+	var pending error
+	if linked {
+		// The staged name is now a second link; remove it only while both
+		// names hold the inode we published.
+		st, serr := sys.Lstat(sp.fd, sbase)
+		dt, derr := sys.Lstat(dp.fd, dbase)
+		if serr == nil && derr == nil && st.Dev == src.Dev && st.Ino == src.Ino && dt.Dev == src.Dev && dt.Ino == src.Ino {
+			serr = sys.Unlink(sp.fd, sbase)
+		} else if serr == nil {
+			serr = errors.New("the name no longer holds the staged inode")
+		}
+		if serr != nil && serr != syscall.ENOENT {
+			pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: serr,
+				Detail: "published by link(2); the staged name could not be removed", Residue: []string{d.join(staged)}}
+		}
+	}
+	if err := syncDir(op, path, dp.fd); err != nil {
+		return Committed, err
+	}
+	// A staged name in another directory: its removal must be durable too.
+	sdir, serr := sys.Fstat(sp.fd)
+	ddir, derr := sys.Fstat(dp.fd)
+	if serr != nil || derr != nil || sdir.Dev != ddir.Dev || sdir.Ino != ddir.Ino {
+		if err := syncDir(op, path, sp.fd); err != nil {
+			return Committed, err
+		}
+	}
+	return Committed, pending
 }
