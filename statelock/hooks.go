@@ -14,6 +14,9 @@ const (
 	HookBeforeStaleRemoval = "statelock.before-stale-removal"
 	// Inside a new owner record's write: created and locked, bytes not written.
 	HookOwnerRecordWrite = "statelock.owner-record-write"
+	// A fault point only (faultAt): failing it makes new records be created
+	// in place, as on a filesystem without no-replace rename.
+	HookCreateInPlace = "statelock.create-in-place"
 	// After the stale verdict on a transition claim, before its re-capture.
 	HookAfterClaimInspection = "statelock.after-claim-inspection"
 	// Immediately before the exact removal of a stale claim directory.

@@ -176,7 +176,7 @@ func (l *locker) residue() ([]Residue, error) {
 		case n == l.claim+exactfs.RemovingSuffix || n == l.lockName+exactfs.RemovingSuffix:
 			kind = "removing"
 		default:
-			if dest, ok := exactfs.StagingTarget(n); ok && dest == l.base {
+			if dest, ok := exactfs.StagingTarget(n); ok && (dest == l.base || dest == l.lockName || dest == l.sidecar) {
 				kind = "staging"
 			}
 		}

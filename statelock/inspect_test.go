@@ -106,3 +106,29 @@ func TestRecoverClaimWithoutSidecar(t *testing.T) {
 	}
 	h.Unlock()
 }
+
+// Recover removes an empty F.lock left by a writer killed between create
+// and write (the reference creates records in place), once it is old and
+// nobody holds a kernel lock on it; a young one is left alone.
+func TestRecoverEmptyLock(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(e.lock, nil, 0o600)
+	if acts, err := Recover(e.state, false, e.opts()...); err != nil || len(acts) != 0 {
+		t.Fatalf("young empty record: %+v %v", acts, err)
+	}
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(e.lock, old, old)
+	if _, err := TryLock(e.state, e.opts()...); !errorsIsLocked(err) {
+		t.Fatalf("TryLock over an empty record: %v", err)
+	}
+	acts, err := Recover(e.state, false, e.opts()...)
+	if err != nil || len(acts) != 1 || acts[0].Kind != "remove-lock" || !acts[0].Done {
+		t.Fatalf("Recover: %+v %v", acts, err)
+	}
+	t.Log(acts[0].Evidence)
+	h, err := TryLock(e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Unlock()
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -93,6 +94,74 @@ type heldRecord struct {
 // An EEXIST from the create comes back unchanged so callers can tell
 // contention from failure.
 func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
+	if fault(HookCreateInPlace, l.path(name)) == nil {
+		h, err := l.publishRecord(name, rec)
+		if !errors.Is(err, exactfs.ErrAtomicUnavailable) {
+			return h, err
+		}
+	}
+	return l.createInPlace(name, rec)
+}
+
+// publishRecord creates the record whole: under a private staging name it
+// is created, locked (OFD) and written, and only then given its name by a
+// no-replace rename. So no process ever sees our record empty or torn,
+// and a holder killed at any instant leaves either no record or a whole
+// one whose kernel lock dies with it; nothing that only a person could
+// clear. (A record created in place, as the reference does, is empty
+// between the create and the write: a kill there leaves a malformed record
+// that no rule may reclaim.) The rename is not fsynced: see the package
+// documentation. Where the filesystem has no no-replace rename this
+// returns atomic_unavailable and the caller creates in place.
+func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
+	stage := "." + name + "." + exactfs.NewUUID() + ".staging"
+	f, err := l.dir.OpenFile(stage, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	rec, err = lockOrPlain(f, rec)
+	data := rec.Encode()
+	if err == nil {
+		hook.Fire(HookOwnerRecordWrite, l.path(name))
+		err = fault(HookOwnerRecordWrite, l.path(name))
+	}
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
+	var id exactfs.Identity
+	if err == nil {
+		id, err = writtenIdentity(f, data)
+	}
+	if err == nil {
+		_, err = l.dir.RenameNoReplace(stage, name)
+	}
+	if err == nil {
+		// The name must now be our inode (the rename moved exactly it).
+		var fi fs.FileInfo
+		if fi, err = l.dir.Lstat(name); err == nil {
+			if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+				err = fmt.Errorf("%w: %s is not the record we published", errRecordChanged, l.path(name))
+			} else {
+				id.CtimeNs = at.CtimeNs
+			}
+		}
+		if err == nil {
+			return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
+		}
+		f.Close()
+		return nil, err
+	}
+	// Not published: remove our staged file, which nobody else can know.
+	if _, sid, cerr := exactfs.CaptureFile(f); cerr == nil {
+		l.dir.UnlinkExact(stage, sid, quarantineName())
+	}
+	f.Close()
+	return nil, err
+}
+
+// createInPlace is the reference's create: O_EXCL on the name itself, then
+// the write, with the retraction rules of SPEC §4.2 when the write fails.
+func (l *locker) createInPlace(name string, rec *Record) (*heldRecord, error) {
 	f, err := l.dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -23,7 +24,7 @@ const (
 
 // Action is one step Recover took or, in a dry run, would take.
 type Action struct {
-	Kind     string // "remove-claim", "remove-sidecar", "remove-placeholder", "remove-quarantine"
+	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging"
 	Path     string
 	Evidence string // why it is provably safe, for people
 	Done     bool   // false in a dry run, or when the step was refused
@@ -52,6 +53,7 @@ func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 	defer l.close()
 	var acts []Action
 	acts = append(acts, l.recoverClaim(dryRun)...)
+	acts = append(acts, l.recoverLock(dryRun)...)
 	res, err := l.residue()
 	if err != nil {
 		return acts, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
@@ -138,12 +140,23 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 		kind = "remove-placeholder"
 	case "quarantine":
 		kind = "remove-quarantine"
+	case "staging":
+		if !strings.HasPrefix(r.Name, "."+l.lockName+".") {
+			return Action{}, false // the state file's own staging: exactfs's reaper
+		}
+		kind = "remove-staging"
 	default:
 		return Action{}, false
 	}
 	a := Action{Kind: kind, Path: l.path(r.Name)}
-	data, id, err := l.dir.Capture(r.Name)
-	if err != nil || id.Nlink != 1 || age(id) < RecoverResidueAge {
+	f, s, err := l.openCapture(r.Name)
+	if err != nil {
+		return a, false
+	}
+	held, _ := ofdHeld(f)
+	f.Close()
+	data, id := s.data, s.id
+	if held || id.Nlink != 1 || age(id) < RecoverResidueAge {
 		return a, false
 	}
 	switch r.Kind {
@@ -159,6 +172,10 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 			return a, false
 		}
 		a.Evidence = fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
+	case "staging":
+		// An owner record staged for publishing whose creator died before
+		// the rename: no kernel lock is held on it any more.
+		a.Evidence = fmt.Sprintf("unpublished owner record, %s old, no kernel lock on it", roundDur(age(id)))
 	}
 	if dryRun {
 		return a, true
@@ -170,3 +187,46 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 
 // placeholderFree picks a quarantine name for removing residue itself.
 func placeholderFree(string) string { return quarantineName() }
+
+// recoverLock removes an F.lock that no rule may reclaim automatically
+// because it proves nothing about its writer: an empty or malformed record
+// (a writer killed between creating and writing it; exactfs itself never
+// leaves one, it publishes records whole). It must be at least staleAge
+// old, with no kernel lock on it, and is removed under the transition
+// claim by exact unlink of the judged bytes, so a successor keeps the name.
+func (l *locker) recoverLock(dryRun bool) []Action {
+	f, s, err := l.openCapture(l.lockName)
+	if err != nil {
+		return nil
+	}
+	held, _ := ofdHeld(f)
+	f.Close()
+	if held || s.rec != nil || age(s.id) < staleAge {
+		return nil
+	}
+	if _, ok := historicalUnreleased(s.data); ok {
+		return nil // judged by its pid by Lock itself
+	}
+	a := Action{Kind: "remove-lock", Path: l.lockPath, Evidence: fmt.Sprintf(
+		"malformed owner record of %d bytes, %s old, no kernel lock on it: its writer died between creating and writing it",
+		len(s.data), roundDur(age(s.id)))}
+	if dryRun {
+		return []Action{a}
+	}
+	busy, err := l.withClaim(func() error {
+		cur, err := l.capture(l.lockName)
+		if err != nil || !sameRecord(cur.id, s.id) {
+			return fmt.Errorf("%w since it was judged; left alone", errRecordChanged)
+		}
+		return l.dir.UnlinkExact(l.lockName, s.id, quarantineName())
+	})
+	switch {
+	case busy != nil:
+		a.Err = fmt.Errorf("the transition claim is busy: %s", busy.holder)
+	case err != nil && !errors.Is(err, exactfs.ErrCleanupPending):
+		a.Err = err
+	default:
+		a.Done = true
+	}
+	return []Action{a}
+}

@@ -262,46 +262,102 @@ func TestSwapAfterTypeDecision(t *testing.T) {
 	}
 }
 
-// The owner record's write fails half way: only our own inode is retracted.
-func TestOwnerWriteFaultRetractsOwnRecord(t *testing.T) {
-	e := newEnv(t)
-	f := func(point, path string) error {
+// faultsFor makes the owner-record write of F.lock fail through f and, with
+// inPlace, makes records be created in place (the reference's way, used
+// where there is no no-replace rename) instead of published whole.
+func faultsFor(e *testEnv, inPlace bool, f func() error) func(point, path string) error {
+	return func(point, path string) error {
+		if point == HookCreateInPlace && inPlace {
+			return errors.New("forced")
+		}
 		if point == HookOwnerRecordWrite && filepath.Base(path) == filepath.Base(e.lock) {
-			return syscall.EIO
+			return f()
 		}
 		return nil
 	}
-	faultAt.Store(&f)
-	defer faultAt.Store(nil)
-	_, err := TryLock(e.state, e.opts()...)
-	if !errors.Is(err, syscall.EIO) {
-		t.Fatalf("TryLock: %v", err)
+}
+
+func assertNoStaging(t *testing.T, e *testEnv) {
+	t.Helper()
+	ents, _ := os.ReadDir(e.dir)
+	for _, en := range ents {
+		if strings.HasSuffix(en.Name(), ".staging") {
+			t.Errorf("staging residue left: %s", en.Name())
+		}
 	}
-	if _, err := os.Lstat(e.lock); !os.IsNotExist(err) {
-		t.Fatalf("our failed record was not retracted: %v", err)
+}
+
+// The owner record's write fails half way: only our own inode is removed
+// (published: it never had the name; in place: retracted by identity).
+func TestOwnerWriteFaultRetractsOwnRecord(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		t.Run("inPlace="+strconv.FormatBool(inPlace), func(t *testing.T) {
+			e := newEnv(t)
+			f := faultsFor(e, inPlace, func() error { return syscall.EIO })
+			faultAt.Store(&f)
+			defer faultAt.Store(nil)
+			_, err := TryLock(e.state, e.opts()...)
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("TryLock: %v", err)
+			}
+			if _, err := os.Lstat(e.lock); !os.IsNotExist(err) {
+				t.Fatalf("our failed record was left at the name: %v", err)
+			}
+			assertNoStaging(t, e)
+			faultAt.Store(nil)
+			h, err := TryLock(e.state, e.opts()...)
+			if err != nil {
+				t.Fatalf("after the fault: %v", err)
+			}
+			h.Unlock()
+		})
 	}
 }
 
 // ... and when a successor took the path in between, the successor survives.
 func TestOwnerWriteFaultSuccessorSurvives(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		t.Run("inPlace="+strconv.FormatBool(inPlace), func(t *testing.T) {
+			e := newEnv(t)
+			var successor fileState
+			f := faultsFor(e, inPlace, func() error {
+				// Our record (if in place: empty) is reclaimed by someone
+				// and the path retaken.
+				os.Remove(e.lock)
+				e.tsRecord(t, os.Getppid(), e.host.ID, 0)
+				successor = stateOf(t, e.lock)
+				return syscall.EIO
+			})
+			faultAt.Store(&f)
+			defer faultAt.Store(nil)
+			if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("TryLock: %v", err)
+			}
+			successor.assertSame(t, e.lock)
+			assertNoStaging(t, e)
+		})
+	}
+}
+
+// A successor that takes the name while our record is being published (no
+// fault) keeps it: the no-replace rename refuses, and we see contention.
+func TestPublishLosesToSuccessor(t *testing.T) {
 	e := newEnv(t)
 	var successor fileState
-	f := func(point, path string) error {
-		if point != HookOwnerRecordWrite || filepath.Base(path) != filepath.Base(e.lock) {
-			return nil
+	planted := false
+	defer hook.Set(HookOwnerRecordWrite, func(p string) {
+		if planted || filepath.Base(p) != filepath.Base(e.lock) {
+			return
 		}
-		// Our empty record is reclaimed by someone and the path retaken.
-		os.Remove(e.lock)
+		planted = true
 		e.tsRecord(t, os.Getppid(), e.host.ID, 0)
 		successor = stateOf(t, e.lock)
-		return syscall.EIO
-	}
-	faultAt.Store(&f)
-	defer faultAt.Store(nil)
-	if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, syscall.EIO) {
+	})()
+	if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryLock: %v", err)
 	}
 	successor.assertSame(t, e.lock)
+	assertNoStaging(t, e)
 }
 
 // Release finds its record replaced: it fails loudly, the successor stays;
