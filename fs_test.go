@@ -208,7 +208,10 @@ func TestPowerCut(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			func(t *testing.T, dir string) { wantFile(t, filepath.Join(dir, "f"), pdata, 0); wantListing(t, dir, "f") }},
+			func(t *testing.T, dir string) {
+				wantFile(t, filepath.Join(dir, "f"), pdata, 0)
+				wantListing(t, dir, "f")
+			}},
 		{"PublishStaged link fallback", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, ".f.tmp"), pdata) },
 			func(t *testing.T, dir string) {
 				defer setHook(HookForceLinkFallback, func(string) {})()
@@ -216,7 +219,10 @@ func TestPowerCut(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			func(t *testing.T, dir string) { wantFile(t, filepath.Join(dir, "f"), pdata, 0); wantListing(t, dir, "f") }},
+			func(t *testing.T, dir string) {
+				wantFile(t, filepath.Join(dir, "f"), pdata, 0)
+				wantListing(t, dir, "f")
+			}},
 		{"ReplaceExpected", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, "f"), []byte("old")) },
 			func(t *testing.T, dir string) {
 				_, id := mustCapture(t, filepath.Join(dir, "f"))

@@ -45,6 +45,7 @@ var suite = []struct {
 	{"UnlinkExactParentSwapped", testUnlinkExactParentSwapped},
 	{"UnlinkExactConcurrentSameFile", testUnlinkExactConcurrentSameFile},
 	{"UnlinkExactThreeWay", testUnlinkExactThreeWay},
+	{"UnlinkExactTwoSuccessors", testUnlinkExactTwoSuccessors},
 	{"UnlinkExactRace", testUnlinkExactRace},
 	{"UnlinkExactInvalidQuarantine", testUnlinkExactInvalidQuarantine},
 	{"DirUnlinkExact", testDirUnlinkExact},

@@ -177,28 +177,37 @@ func (u *unlinker) byExchange() (done bool, err error) {
 // swapBack returns the object detached by mistake to the name by a second
 // exchange, and deletes our placeholder; see exchangeBack.
 func (u *unlinker) swapBack(fd int, ph sys.Stat) error {
-	if err := exchangeBack(u.dirfd, u.q, u.base, ph); err != nil {
+	if err := exchangeBack(u.dirfd, u.q, u.base, ph, fd); err != nil {
 		return u.err(CodeRestoreFailed, "a successor was displaced to the quarantine name and could not be swapped back", err, u.q)
 	}
 	return u.dropPlaceholder(u.q, ph)
 }
 
-// errNameHeld: exchangeBack waited in vain for the name to hold our object.
-var errNameHeld = errors.New("the name is held by another operation's object")
+var (
+	// errNameHeld: exchangeBack waited in vain for the name to hold our
+	// object again.
+	errNameHeld = errors.New("the name is held by another operation's object")
+	// errNameTaken: a successor replaced our object at the name.
+	errNameTaken = errors.New("a successor took the name meanwhile")
+)
 
 // exchangeBack undoes an exchange of private and name: it exchanges them
-// again, but only while name holds ours, the object our exchange put there.
-// If a concurrent exact operation in another process has exchanged ours out
-// in turn, that one swaps it back first (the exchanges nest); a blind
-// exchange now would hand that process's object to us and strand ours. It
-// waits for a bounded time (placeholderWait).
-func exchangeBack(dirfd int, private, name string, ours sys.Stat) error {
+// again, but only while name holds ours, the object our exchange put there
+// (open as oursFD). If a concurrent exact operation in another process has
+// exchanged ours out in turn, that one swaps it back first (the exchanges
+// nest); a blind exchange now would hand that process's object to us and
+// strand ours. It waits for a bounded time (placeholderWait), and not at
+// all once ours has no name left (a successor renamed over it).
+func exchangeBack(dirfd int, private, name string, ours sys.Stat, oursFD int) error {
 	delay := 50 * time.Microsecond
 	deadline := time.Now().Add(placeholderWait)
 	for {
 		st, err := sys.Lstat(dirfd, name)
 		if err == nil && st.Dev == ours.Dev && st.Ino == ours.Ino {
 			return sys.Exchange(dirfd, private, dirfd, name)
+		}
+		if now, err := sys.Fstat(oursFD); err == nil && now.Nlink == 0 {
+			return errNameTaken
 		}
 		if time.Now().After(deadline) {
 			return errNameHeld
@@ -215,9 +224,9 @@ const hookNoSerialize = "exactfs.unlink.no-serialize"
 // nameLocks serialize the exact unlinks and compare-and-swap replaces of
 // one name within the process. Concurrent exchanges at one name are correct
 // across processes only as far as they nest (see exchangeBack and
-// retirePlaceholder); within one process a mutex makes them take turns. The lock is striped by
-// a hash of the directory inode and the name, so unrelated names rarely
-// wait for each other and never for long.
+// retirePlaceholder); within one process a mutex makes them take turns.
+// The lock is striped by a hash of the directory inode and the name, so
+// unrelated names rarely wait for each other and never for long.
 var nameLocks [64]sync.Mutex
 
 func lockName(dirfd int, base string) (unlock func()) {

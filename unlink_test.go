@@ -3,6 +3,7 @@
 package exactfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -377,4 +378,30 @@ func testUnlinkExactThreeWay(t *testing.T, dir string) {
 	wantCode(t, errs[1], CodeIdentityMismatch)
 	wantCode(t, errs[2], CodeIdentityMismatch)
 	wantListing(t, dir)
+}
+
+// A successor planted before the detach is detached by mistake; a second
+// successor then replaces the placeholder at the name. The first cannot go
+// back to its name: it is reported at the quarantine name (restore_failed)
+// at once, not after waiting for a placeholder that no longer exists.
+func testUnlinkExactTwoSuccessors(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	putFile(t, p, []byte("the expected file"))
+	_, id := mustCapture(t, p)
+	var first, second uint64
+	withHook(t, HookUnlinkChecked, func(string) { first = plant(t, p, []byte("first successor")) })
+	withHook(t, HookUnlinkDetached, func(string) { second = plant(t, p, []byte("second successor")) })
+	start := time.Now()
+	err := UnlinkExact(p, id, "q")
+	wantCode(t, err, CodeRestoreFailed)
+	if d := time.Since(start); d > placeholderWait/2 {
+		t.Fatalf("took %v: waited for a placeholder that had no name left", d)
+	}
+	var e *Error
+	if !errors.As(err, &e) || len(e.Residue) != 1 || e.Residue[0] != filepath.Join(dir, "q") {
+		t.Fatalf("residue %v, want the quarantine name", e.Residue)
+	}
+	wantFile(t, p, []byte("second successor"), second)
+	wantFile(t, filepath.Join(dir, "q"), []byte("first successor"), first)
+	wantListing(t, dir, "f", "q")
 }

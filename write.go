@@ -340,7 +340,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	// returns to the name exactly, and ours is discarded.
 	_, out, cerr := captureAt(op, path, p.fd, s.name, false)
 	if cerr != nil || !out.SameContent(want) {
-		if err := exchangeBack(p.fd, s.name, base, s.st); err != nil {
+		if err := exchangeBack(p.fd, s.name, base, s.st, s.fd); err != nil {
 			return Identity{}, &Error{Op: op, Path: path, Code: CodeRestoreFailed, Err: err,
 				Detail: "a concurrent writer's file was displaced and could not be swapped back", Residue: s.residue(path)}
 		}
