@@ -221,3 +221,33 @@ func testReplaceExpectedRace(t *testing.T, dir string) {
 		wantListing(t, dir, "f")
 	}
 }
+
+func init() {
+	// replace-crash <path>: ReplaceExpected killed after staging, before
+	// the exchange.
+	children["replace-crash"] = func(args []string) error {
+		_, id, err := Capture(args[0])
+		if err != nil {
+			return err
+		}
+		killSelfAt(HookStaged)
+		_, err = ReplaceExpected(args[0], []byte("never"), id)
+		return err
+	}
+}
+
+// A compare-and-swap killed before the exchange leaves the predecessor
+// whole and only recognizable staging residue.
+func testReplaceExpectedCrash(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	old := randBytes(5000)
+	putFile(t, p, old)
+	ino := inode(t, p)
+	runChild(t, "replace-crash", p)
+	wantFile(t, p, old, ino)
+	for _, n := range listing(t, dir) {
+		if dest, ok := StagingTarget(n); n != "f" && (!ok || dest != "f") {
+			t.Fatalf("residue %q is not recognizable as staging of f", n)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -404,4 +405,35 @@ func testUnlinkExactTwoSuccessors(t *testing.T, dir string) {
 	wantFile(t, p, []byte("second successor"), second)
 	wantFile(t, filepath.Join(dir, "q"), []byte("first successor"), first)
 	wantListing(t, dir, "f", "q")
+}
+
+func init() {
+	// unlink-crash <path> <quarantine>: UnlinkExact killed right after the
+	// detach.
+	children["unlink-crash"] = func(args []string) error {
+		_, id, err := Capture(args[0])
+		if err != nil {
+			return err
+		}
+		killSelfAt(HookUnlinkDetached)
+		return UnlinkExact(args[0], id, args[1])
+	}
+}
+
+// An exact unlink killed right after the detach loses no byte: the file is
+// whole at the quarantine name, and the name holds at most the empty
+// placeholder (exchange path) or nothing (no-replace path). Never a torn or
+// partly deleted file.
+func testUnlinkExactCrash(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	data := randBytes(7000)
+	putFile(t, p, data)
+	ino := inode(t, p)
+	runChild(t, "unlink-crash", p, ".gjc-delete-q")
+	wantFile(t, filepath.Join(dir, ".gjc-delete-q"), data, ino)
+	st := lstatT(t, p)
+	if st.Size != 0 || st.Nlink != 1 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		t.Fatalf("the name holds %+v, want the empty placeholder", st)
+	}
+	wantListing(t, dir, ".gjc-delete-q", "f")
 }
