@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -114,6 +115,14 @@ func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 // documentation. Where the filesystem has no no-replace rename this
 // returns atomic_unavailable and the caller creates in place.
 func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
+	// Nearly always the name exists (a tombstone to reuse): say so at the
+	// cost of one lstat, before staging anything.
+	if _, err := l.dir.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			err = &fs.PathError{Op: "create", Path: l.path(name), Err: syscall.EEXIST}
+		}
+		return nil, err
+	}
 	stage := "." + name + "." + exactfs.NewUUID() + ".staging"
 	f, err := l.dir.OpenFile(stage, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
