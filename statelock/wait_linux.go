@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"time"
 	"unsafe"
 
@@ -12,43 +13,75 @@ import (
 )
 
 // waker sleeps between attempts but wakes early when the owner record
-// changes. It watches the lock's directory with inotify for the events a
-// release produces on F.lock (the holder closes its written descriptor after
-// rewriting the tombstone; a reclaim deletes or renames the name). Events on
-// other names (other claims, the state file's own staging) do not wake it,
-// so waiters do not wake each other in a storm.
+// changes. It watches the inode of F.lock itself with inotify: a release
+// ends with the holder closing its written descriptor (IN_CLOSE_WRITE), and
+// a reclaim moves or deletes the inode (IN_MOVE_SELF, IN_DELETE_SELF,
+// IN_ATTRIB for the link count). Watching the inode rather than the
+// directory means the traffic of everything else in the directory (claims,
+// sidecars, the state file's own staging) wakes nobody, and the read-only
+// looks of other waiters do not either. Before each sleep the watch is
+// moved to whatever inode F.lock names now; when there is none, the
+// directory is watched for the name to appear.
 //
 // The watch is an optimization only: every sleep is still bounded by the
 // backoff, so a missed or coalesced event costs at most 100 ms.
 type waker struct {
-	f    *os.File
-	name []byte
+	f       *os.File
+	fd      int
+	path    string
+	dir     string
+	name    []byte
+	fileWd  int
+	dirWd   int
+	watched bool
 }
 
-// newWaker watches the directory dirPath for changes to name. It returns
-// nil when inotify is unavailable (then waits are plain timed sleeps).
+const (
+	fileMask = unix.IN_CLOSE_WRITE | unix.IN_MOVE_SELF | unix.IN_DELETE_SELF | unix.IN_ATTRIB | unix.IN_DONT_FOLLOW
+	dirMask  = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+)
+
+// newWaker prepares a watch of dirPath/name. It returns nil when inotify is
+// unavailable (then waits are plain timed sleeps).
 func newWaker(dirPath, name string) *waker {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil
 	}
-	const mask = unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-		unix.IN_CREATE | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
-	// IN_DONT_FOLLOW and IN_ONLYDIR: a symlink or a file at the path gets
-	// no watch (the lock refuses such a directory anyway).
-	if _, err := unix.InotifyAddWatch(fd, dirPath, mask); err != nil {
-		unix.Close(fd)
-		return nil
-	}
-	return &waker{f: os.NewFile(uintptr(fd), "inotify"), name: []byte(name)}
+	return &waker{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, path: filepath.Join(dirPath, name),
+		dir: dirPath, name: []byte(name), fileWd: -1, dirWd: -1}
 }
 
-// wait sleeps for at most d, returning early (true) when the watched name
-// changed, or with ctx's error when ctx is done.
+// arm points the watch at the inode F.lock names now (IN_DONT_FOLLOW: a
+// symlink there is watched as itself, never followed), or at the directory
+// when the name is free.
+func (w *waker) arm() {
+	wd, err := unix.InotifyAddWatch(w.fd, w.path, fileMask)
+	if err == nil {
+		if w.fileWd >= 0 && w.fileWd != wd {
+			unix.InotifyRmWatch(w.fd, uint32(w.fileWd))
+		}
+		w.fileWd = wd
+		if w.dirWd >= 0 {
+			unix.InotifyRmWatch(w.fd, uint32(w.dirWd))
+			w.dirWd = -1
+		}
+		return
+	}
+	if w.dirWd < 0 {
+		if wd, err := unix.InotifyAddWatch(w.fd, w.dir, dirMask); err == nil {
+			w.dirWd = wd
+		}
+	}
+}
+
+// wait sleeps for at most d, returning early (true) when F.lock changed,
+// or with ctx's error when ctx is done.
 func (w *waker) wait(ctx context.Context, d time.Duration) (bool, error) {
 	if w == nil {
 		return false, sleepCtx(ctx, d)
 	}
+	w.arm()
 	deadline := time.Now().Add(d)
 	if err := w.f.SetReadDeadline(deadline); err != nil {
 		return false, sleepCtx(ctx, d)
@@ -74,7 +107,8 @@ func (w *waker) wait(ctx context.Context, d time.Duration) (bool, error) {
 	}
 }
 
-// matches reports whether any event in buf names the watched entry.
+// matches reports whether any event in buf concerns F.lock: any event of
+// the file watch, or a directory event naming it.
 func (w *waker) matches(buf []byte) bool {
 	for len(buf) >= unix.SizeofInotifyEvent {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
@@ -83,7 +117,12 @@ func (w *waker) matches(buf []byte) bool {
 			return false
 		}
 		name := bytes.TrimRight(buf[unix.SizeofInotifyEvent:end], "\x00")
-		if ev.Mask&unix.IN_Q_OVERFLOW != 0 || bytes.Equal(name, w.name) {
+		switch {
+		case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+			return true
+		case int(ev.Wd) == w.fileWd && ev.Mask&unix.IN_IGNORED == 0:
+			return true
+		case int(ev.Wd) == w.dirWd && bytes.Equal(name, w.name):
 			return true
 		}
 		buf = buf[end:]
