@@ -27,10 +27,15 @@
 // no contender ever reads a missing lock as a dead holder.
 //
 // A crashed transition claim is reclaimed when its sidecar proves the
-// taker gone (SPEC §4.3); the reference strands it forever. Waiters sleep
-// with backoff and wake early on an inotify event for F.lock; they first
-// look at the record without taking the claim, so a crowd of waiters does
-// not starve the holder's release of the claim it needs.
+// taker gone (SPEC §4.3); the reference strands it forever. New records are
+// published whole (staged, locked, written, renamed without replace), so a
+// kill never leaves an empty record of ours that no rule may reclaim.
+//
+// Waiters sleep with backoff and wake early on an inotify event of the
+// F.lock inode; they look at the kernel lock before taking the claim, so a
+// crowd of waiters does not starve the holder's release of the claim it
+// needs; and they queue by arrival (queue.go), so a process that releases
+// and asks again does not overtake them.
 //
 // # Durability: which fsyncs the protocol needs
 //
