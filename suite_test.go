@@ -48,6 +48,7 @@ var suite = []struct {
 	{"UnlinkExactThreeWay", testUnlinkExactThreeWay},
 	{"UnlinkExactTwoSuccessors", testUnlinkExactTwoSuccessors},
 	{"UnlinkExactRace", testUnlinkExactRace},
+	{"UnlinkExactTwoProcesses", testUnlinkExactTwoProcesses},
 	{"UnlinkExactCrash", testUnlinkExactCrash},
 	{"UnlinkExactInvalidQuarantine", testUnlinkExactInvalidQuarantine},
 	{"DirUnlinkExact", testDirUnlinkExact},

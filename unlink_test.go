@@ -3,10 +3,16 @@
 package exactfs
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -436,4 +442,75 @@ func testUnlinkExactCrash(t *testing.T, dir string) {
 		t.Fatalf("the name holds %+v, want the empty placeholder", st)
 	}
 	wantListing(t, dir, ".gjc-delete-q", "f")
+}
+
+func init() {
+	// unlink-once <path> <identity> <quarantine>: wait for stdin to close,
+	// then UnlinkExact once and print the outcome code ("ok" for success).
+	children["unlink-once"] = func(args []string) error {
+		id, err := ParseIdentity(args[1])
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, os.Stdin)
+		err = UnlinkExact(args[0], id, args[2])
+		code := string(CodeOf(err))
+		if err == nil {
+			code = "ok"
+		}
+		fmt.Println(code)
+		os.Exit(0)
+		return nil
+	}
+}
+
+// Two processes unlink the same file at once, with no in-process turn
+// taking between them: exactly one removes it, the other is told it is
+// gone or not its file, and nothing is left behind, round after round.
+func testUnlinkExactTwoProcesses(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	outcomes := map[string]int{}
+	for round := range 30 {
+		putFile(t, p, []byte("record "+strconv.Itoa(round)))
+		_, id := mustCapture(t, p)
+		var cmds []*exec.Cmd
+		var outs []*bytes.Buffer
+		var gates []io.WriteCloser
+		for i := range 2 {
+			enc, _ := json.Marshal([]string{p, id.String(), ".gjc-delete-q" + strconv.Itoa(i)})
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=unlink-once", childArgsEnv+"="+string(enc))
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			gate, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, cmd.Start())
+			cmds, outs, gates = append(cmds, cmd), append(outs, &out), append(gates, gate)
+		}
+		for _, g := range gates {
+			g.Close() // both start their unlink now
+		}
+		ok := 0
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("round %d: child: %v: %s", round, err, outs[i])
+			}
+			code := strings.TrimSpace(outs[i].String())
+			outcomes[code]++
+			switch code {
+			case "ok":
+				ok++
+			case string(CodeIdentityMismatch), string(CodeNotFound), string(CodeChangedDuringRead):
+			default:
+				t.Fatalf("round %d: outcome %q", round, code)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d processes removed the file", round, ok)
+		}
+		wantListing(t, dir)
+	}
+	t.Logf("outcomes: %v", outcomes)
 }
