@@ -48,7 +48,6 @@ var suite = []struct {
 	{"UnlinkExactThreeWay", testUnlinkExactThreeWay},
 	{"UnlinkExactTwoSuccessors", testUnlinkExactTwoSuccessors},
 	{"UnlinkExactRace", testUnlinkExactRace},
-	{"UnlinkExactTwoProcesses", testUnlinkExactTwoProcesses},
 	{"UnlinkExactCrash", testUnlinkExactCrash},
 	{"UnlinkExactInvalidQuarantine", testUnlinkExactInvalidQuarantine},
 	{"DirUnlinkExact", testDirUnlinkExact},
