@@ -27,6 +27,9 @@ const (
 	HookBeforeLegacyRemoval = "statelock.before-legacy-removal"
 	// In Unlock, under the claim, before the held record is re-captured.
 	HookBeforeRelease = "statelock.before-release"
+	// In an in-place rewrite, after the new (padded) bytes were written and
+	// before the file is cut to their length.
+	HookRewriteBeforeTruncate = "statelock.rewrite-before-truncate"
 	// In Unlock, after the held record was proved ours, before its rewrite.
 	HookAfterOwnerValidation = "statelock.after-owner-validation"
 )

@@ -317,15 +317,36 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 }
 
 // writeAll makes data the whole content of f: write at offset 0, then cut
-// the file to that length. A reader in between sees the new bytes followed
-// by the tail of the old ones, which is not valid JSON and so reads as a
-// record being written (contention), exactly as the empty file between the
-// reference's truncate and write does; one system call fewer.
+// the file to that length (one system call fewer than the reference's
+// truncate, write, truncate). Where the old content is longer, the new
+// bytes are followed by spaces up to its length: JSON parsers on both sides
+// accept trailing white space, so a holder killed between the write and the
+// truncate leaves a whole, valid record, never the new bytes followed by a
+// torn tail of the old ones, which no rule could ever reclaim. After the
+// truncate the bytes are exactly data.
 func writeAll(f *os.File, data []byte) error {
-	if _, err := f.WriteAt(data, 0); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
+	if _, err := f.WriteAt(padTo(data, fi.Size()), 0); err != nil {
+		return err
+	}
+	hook.Fire(HookRewriteBeforeTruncate, f.Name())
 	return f.Truncate(int64(len(data)))
+}
+
+// padTo returns data followed by spaces up to size bytes.
+func padTo(data []byte, size int64) []byte {
+	if size <= int64(len(data)) {
+		return data
+	}
+	buf := make([]byte, size)
+	copy(buf, data)
+	for i := len(data); i < len(buf); i++ {
+		buf[i] = ' '
+	}
+	return buf
 }
 
 // reuseSidecar is the fast path of taking the claim's sidecar, which is

@@ -1,0 +1,60 @@
+package statelock
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// A holder killed between the in-place rewrite and the truncate must leave a
+// whole record: the release rewrites a long live record into a shorter
+// tombstone, so without padding the file would be the tombstone followed by
+// the tail of the live record, which no rule reclaims. The hook reads the
+// file exactly where a kill would freeze it.
+func TestRewriteKilledBeforeTruncateLeavesValidRecord(t *testing.T) {
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := mustRead(t, e.lock)
+	var frozen [][]byte
+	defer hook.Set(HookRewriteBeforeTruncate, func(path string) {
+		if b, err := os.ReadFile(path); err == nil {
+			frozen = append(frozen, b)
+		}
+	})()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if len(frozen) == 0 {
+		t.Fatal("the release did not rewrite a record in place")
+	}
+	for _, b := range frozen {
+		if _, err := ParseRecord(b); err != nil {
+			t.Fatalf("a kill before the truncate would leave a malformed record %q: %v", b, err)
+		}
+		if len(b) < len(live) && bytes.Equal(b, live[:len(b)]) {
+			t.Fatalf("record was torn: %q", b)
+		}
+	}
+	if tomb := mustRead(t, e.lock); bytes.ContainsRune(tomb, ' ') {
+		t.Fatalf("after the truncate the tombstone must be exact, got %q", tomb)
+	}
+	rec, err := ParseRecord(mustRead(t, e.lock))
+	if err != nil || !rec.Released {
+		t.Fatalf("after release: %+v %v", rec, err)
+	}
+}
+
+func TestPadTo(t *testing.T) {
+	if got := string(padTo([]byte(`{"a":1}`), 10)); got != `{"a":1}   ` {
+		t.Fatalf("%q", got)
+	}
+	if got := string(padTo([]byte(`{"a":1}`), 3)); got != `{"a":1}` {
+		t.Fatalf("%q", got)
+	}
+}
