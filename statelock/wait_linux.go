@@ -26,14 +26,13 @@ import (
 // The watch is an optimization only: every sleep is still bounded by the
 // backoff, so a missed or coalesced event costs at most 100 ms.
 type waker struct {
-	f       *os.File
-	fd      int
-	path    string
-	dir     string
-	name    []byte
-	fileWd  int
-	dirWd   int
-	watched bool
+	f      *os.File
+	fd     int
+	path   string
+	dir    string
+	name   []byte
+	fileWd int
+	dirWd  int
 }
 
 const (

@@ -204,13 +204,12 @@ func TestReapAgeThresholdAndSubdirectories(t *testing.T) {
 // the commit to finish instead of deleting it under the writer.
 func TestReapWaitsForCommitInFlight(t *testing.T) {
 	s := newStore(t)
-	id, err := s.Publish("f", []byte("old"))
-	if err != nil {
+	if _, err := s.Publish("f", []byte("old")); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(s.Path(), "f"), old, old)
-	_, id, _ = s.ReadExpected("f")
+	_, id, _ := s.ReadExpected("f")
 	var rep *ReapReport
 	var reapErr error
 	reaped := make(chan struct{})
