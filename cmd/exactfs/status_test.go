@@ -133,13 +133,13 @@ func TestRecoverCrashedClaim(t *testing.T) {
 // killed between creating and writing it) is never reclaimed automatically;
 // recover prints the exact removal, and running it frees the lock.
 func TestRecoverPrintsExactRemovalForUnreadableLock(t *testing.T) {
+	// A fresh unreadable record may be a peer's still being written: recover
+	// leaves it and prints the exact removal for a person who knows better.
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "s.lock")
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	old := time.Now().Add(-time.Minute)
-	os.Chtimes(lock, old, old)
 	if st := statusOf(t, dir, "s"); st.Lock != "unreadable" {
 		t.Fatalf("status of an empty lock record: %+v", st)
 	}
@@ -150,9 +150,36 @@ func TestRecoverPrintsExactRemovalForUnreadableLock(t *testing.T) {
 		t.Fatalf("recover does not print the exact removal:\n%s", r.stdout)
 	}
 	if _, err := os.Stat(lock); err != nil {
-		t.Fatal("recover removed an unreadable lock record by itself")
+		t.Fatal("recover removed a fresh unreadable lock record by itself")
 	}
 	args := strings.Fields(strings.SplitN(r.stdout[i:], "\n", 2)[0])[1:]
 	expectCode(t, runIn(t, dir, quick, "", args...), 0, strings.Join(args, " "))
 	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "s", "--", "true"), 0, "lock after the removal")
+}
+
+func TestRecoverRemovesOldEmptyLockRecord(t *testing.T) {
+	// An empty record a minute old on which no process holds a kernel lock
+	// was left by a writer killed between create and write: recover removes
+	// exactly it (statelock.Recover), saying why.
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "s.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(lock, old, old)
+	dry := runIn(t, dir, quick, "", "recover", "--dry-run", "s")
+	expectCode(t, dry, 0, "recover --dry-run")
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("recover --dry-run removed the record")
+	}
+	r := runIn(t, dir, quick, "", "recover", "s")
+	expectCode(t, r, 0, "recover")
+	if !strings.Contains(r.stdout, "no kernel lock") {
+		t.Fatalf("recover does not give its evidence:\n%s", r.stdout)
+	}
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Fatalf("the old empty record is still there after recover:\n%s", r.stdout)
+	}
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "s", "--", "true"), 0, "lock after recover")
 }
