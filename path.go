@@ -95,10 +95,12 @@ func typeError(op, path string, mode fs.FileMode, want string) *Error {
 		code = CodeReparsePoint
 	}
 	return &Error{Op: op, Path: path, Code: code,
-		Detail: "is " + kindName(mode) + ", not " + want + "; refusing to touch it"}
+		Detail: "is " + KindName(mode) + ", not " + want + "; refusing to touch it"}
 }
 
-func kindName(mode fs.FileMode) string {
+// KindName names the type of mode for messages: "a symlink", "a FIFO
+// (named pipe)", "a directory".
+func KindName(mode fs.FileMode) string {
 	switch {
 	case mode.IsRegular():
 		return "a regular file"

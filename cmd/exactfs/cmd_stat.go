@@ -146,28 +146,7 @@ func refusedType(op, path string, m fs.FileMode) error {
 		code = exactfs.CodeReparsePoint
 	}
 	return &exactfs.Error{Op: op, Path: path, Code: code,
-		Detail: "it is " + kindName(m) + "; refusing to open it"}
-}
-
-// kindName names a file type for messages: "a symlink", "a FIFO".
-func kindName(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "a regular file"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "an object of unknown type"
+		Detail: "it is " + exactfs.KindName(m) + "; refusing to open it"}
 }
 
 func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
