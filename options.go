@@ -1,7 +1,5 @@
 package exactfs
 
-import "io/fs"
-
 // A WriteOption adjusts Publish, WriteFile and ReplaceExpected.
 type WriteOption func(*writeOptions)
 
@@ -47,40 +45,4 @@ func (o writeOptions) commit(op, path string, s *staged) error {
 			Detail: "called off before the commit by the caller's check; nothing was changed"}
 	}
 	return nil
-}
-
-// PublishWith is Publish, which takes options itself now; PublishWith stays for
-// the callers written before that.
-func PublishWith(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
-	return publish(nil, path, data, perm, makeOptions(opts))
-}
-
-// PublishWith is (*Dir).Publish, which takes options itself now; PublishWith stays for
-// the callers written before that.
-func (d *Dir) PublishWith(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
-	return publish(d, name, data, perm, makeOptions(opts))
-}
-
-// WriteFileWith is WriteFile, which takes options itself now; WriteFileWith stays for
-// the callers written before that.
-func WriteFileWith(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
-	return writeFile(nil, path, data, perm, makeOptions(opts))
-}
-
-// WriteFileWith is (*Dir).WriteFile, which takes options itself now; WriteFileWith stays for
-// the callers written before that.
-func (d *Dir) WriteFileWith(name string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
-	return writeFile(d, name, data, perm, makeOptions(opts))
-}
-
-// ReplaceExpectedWith is ReplaceExpected, which takes options itself now; ReplaceExpectedWith stays for
-// the callers written before that.
-func ReplaceExpectedWith(path string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
-	return replaceExpected(nil, path, data, want, makeOptions(opts))
-}
-
-// ReplaceExpectedWith is (*Dir).ReplaceExpected, which takes options itself now; ReplaceExpectedWith stays for
-// the callers written before that.
-func (d *Dir) ReplaceExpectedWith(name string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
-	return replaceExpected(d, name, data, want, makeOptions(opts))
 }

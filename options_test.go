@@ -17,15 +17,10 @@ import (
 func TestBeforeCommit(t *testing.T) {
 	errFence := errors.New("lease lost")
 	ops := map[string]func(p string, want Identity, f func() error) error{
-		"PublishWith": func(p string, _ Identity, f func() error) error {
-			os.Remove(p)
-			_, err := PublishWith(p, []byte("new"), 0o600, BeforeCommit(f))
-			return err
-		},
-		"PublishWith link fallback": func(p string, _ Identity, f func() error) error {
+		"Publish link fallback": func(p string, _ Identity, f func() error) error {
 			os.Remove(p)
 			defer setHook(HookForceLinkFallback, func(string) {})()
-			_, err := PublishWith(p, []byte("new"), 0o600, BeforeCommit(f))
+			_, err := Publish(p, []byte("new"), 0o600, BeforeCommit(f))
 			return err
 		},
 		"Publish": func(p string, _ Identity, f func() error) error {
@@ -46,12 +41,17 @@ func TestBeforeCommit(t *testing.T) {
 			_, err := ReplaceExpected(p, []byte("new"), want, BeforeCommit(f))
 			return err
 		},
-		"WriteFileWith": func(p string, _ Identity, f func() error) error {
-			_, err := WriteFileWith(p, []byte("new"), 0o600, BeforeCommit(f))
+		"WriteFile": func(p string, _ Identity, f func() error) error {
+			_, err := WriteFile(p, []byte("new"), 0o600, BeforeCommit(f))
 			return err
 		},
-		"ReplaceExpectedWith": func(p string, want Identity, f func() error) error {
-			_, err := ReplaceExpectedWith(p, []byte("new"), want, BeforeCommit(f))
+		"Dir.ReplaceExpected": func(p string, want Identity, f func() error) error {
+			d, err := OpenDir(filepath.Dir(p))
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			_, err = d.ReplaceExpected("f", []byte("new"), want, BeforeCommit(f))
 			return err
 		},
 	}

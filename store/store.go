@@ -279,7 +279,7 @@ func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	id, err := d.PublishWith(base, data, 0o600, s.beforeCommit(op, rel))
+	id, err := d.Publish(base, data, 0o600, s.beforeCommit(op, rel))
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -391,7 +391,7 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	}
 	defer done()
 	guard, unlock := s.commitGuard(op, rel, d)
-	id, err := d.WriteFileWith(base, data, 0o600, guard)
+	id, err := d.WriteFile(base, data, 0o600, guard)
 	unlock()
 	if err != nil {
 		return exactfs.Identity{}, err
@@ -483,7 +483,7 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 	// ctime and link count, which the store does not compare (nlink is
 	// checked by exactfs itself: it must be 1).
 	guard, unlock := s.commitGuard(op, rel, d)
-	id, err := d.ReplaceExpectedWith(base, data, have, guard)
+	id, err := d.ReplaceExpected(base, data, have, guard)
 	unlock()
 	if err != nil {
 		return exactfs.Identity{}, err
