@@ -28,6 +28,10 @@ const (
 	// HookForceLinkFallback, when set, makes Publish behave as if the
 	// filesystem lacked rename flags (tests of the link fallback).
 	HookForceLinkFallback = "exactfs.publish.force-link"
+	// HookBeforeCleanup fires after a write committed and before it removes
+	// what the commit left under a private name (the staging link of the
+	// link fallback, the predecessor ReplaceExpected exchanged out).
+	HookBeforeCleanup = "exactfs.write.before-cleanup"
 )
 
 // staged is a file written and fsynced under a private name, waiting to be
@@ -111,7 +115,10 @@ func syncDir(op, path string, dirfd int) error {
 // an unlink of the staging name); then the directory is fsynced. After
 // Publish returns, the file survives a power cut; a crash before that leaves
 // no file at path, or the whole file, and residue only under a name that
-// StagingTarget recognizes.
+// StagingTarget recognizes. If the file was published but the staging link
+// of the fallback could not be removed, the error is cleanup_pending with
+// the residue's path, and the returned Identity (of the published, durable
+// file) is valid.
 func Publish(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return publish(nil, path, data, perm, makeOptions(opts))
 }
@@ -179,18 +186,32 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			return Identity{}, e
 		}
 	}
+	var pending error
 	if linked {
 		// The staging name is a second link to the published file; remove
 		// it only while it still names our inode.
+		hook.Fire(HookBeforeCleanup, path)
 		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 			if err := sys.Unlink(p.fd, s.name); err != nil {
-				return Identity{}, &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(path)}
+				pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(path),
+					Detail: "published, but the staging name (a second link to the file) could not be removed"}
 			}
 		}
 	}
 	id, err := finish(op, path, p.fd, base, s, data)
 	s.closeFD()
-	return id, err
+	return committedWith(id, err, pending)
+}
+
+// committedWith is the result of a write that committed: finish's error
+// (durability) wins; otherwise a cleanup that failed after the commit is
+// reported as cleanup_pending together with the identity of what was
+// written, because the change itself is made and durable.
+func committedWith(id Identity, err, pending error) (Identity, error) {
+	if err != nil {
+		return Identity{}, err
+	}
+	return id, pending
 }
 
 // finish makes the committed change durable and returns the identity of
@@ -278,7 +299,9 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 //
 // Where the filesystem has no exchange rename, ReplaceExpected fails with
 // atomic_unavailable rather than fall back to a rename that could overwrite
-// another writer's file.
+// another writer's file. If the replacement committed but the predecessor
+// could not be removed, the error is cleanup_pending with its path, and the
+// returned Identity (of the new, durable file) is valid.
 func ReplaceExpected(path string, data []byte, want Identity, opts ...WriteOption) (Identity, error) {
 	return replaceExpected(nil, path, data, want, makeOptions(opts))
 }
@@ -353,14 +376,15 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	}
 	// The staging name now holds the proved predecessor under a private
 	// name no other process writes to.
+	hook.Fire(HookBeforeCleanup, path)
+	var pending error
 	if err := sys.Unlink(p.fd, s.name); err != nil {
-		s.closeFD()
-		return Identity{}, &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
+		pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
 			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue(path)}
 	}
 	id, err := finish(op, path, p.fd, base, s, data)
 	s.closeFD()
-	return id, err
+	return committedWith(id, err, pending)
 }
 
 // joinDir names the sibling name of path, for messages and residue lists.
