@@ -41,10 +41,14 @@ type Action struct {
 //     of that very snapshot (a successor that replaced it survives), and a
 //     malformed sidecar as old by exact unlink. A claim the automatic rules
 //     call crashed is reclaimed the same way;
+//   - an empty or malformed F.lock at least 30 s old on which no exactfs
+//     process holds a kernel lock (a TypeScript peer killed between creating
+//     and writing it), by exact unlink of the judged bytes under the claim;
 //   - exact-unlink placeholders (zero bytes, one link) and quarantined owner
 //     records at least RecoverResidueAge old, by exact unlink.
 //
-// A live lock is never touched: Recover does nothing to F.lock itself.
+// A lock with a readable owner record is never touched here: whether that
+// owner is dead is for Lock to judge.
 func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 	l, err := openLocker(stateFile, opts, false)
 	if err != nil {
