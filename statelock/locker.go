@@ -97,13 +97,16 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	}
 	// The reference creates the state file's directory; so do we, owner-only.
 	// MkdirAll may follow a symlink in an existing component, but OpenDir
-	// below refuses any, so nothing is ever done through one.
-	if _, err := os.Lstat(dirPath); create && errors.Is(err, os.ErrNotExist) {
+	// refuses any, so nothing is ever done through one. The directory
+	// nearly always exists: open it first, and make it only when the open
+	// says it is missing (one lstat fewer per call than looking first).
+	d, err := exactfs.OpenDir(dirPath)
+	if create && errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dirPath, 0o700); err != nil {
 			return fail(err)
 		}
+		d, err = exactfs.OpenDir(dirPath)
 	}
-	d, err := exactfs.OpenDir(dirPath)
 	if err != nil {
 		return fail(err)
 	}

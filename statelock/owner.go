@@ -350,28 +350,44 @@ func padTo(data []byte, size int64) []byte {
 }
 
 // reuseSidecar is the fast path of taking the claim's sidecar, which is
-// nearly always a released tombstone: open it read-write, take the OFD lock
-// (a conflict is a live exactfs taker), capture through that descriptor and,
-// if it is a tombstone, rewrite it in place. ok is false when the sidecar is
-// anything else; the caller then goes through takeRecord, which judges it.
+// nearly always a released tombstone: see reuseReleased. A conflict on the
+// sidecar's kernel lock is nearly always the previous taker between its
+// rmdir and the close that drops its lock (a few microseconds), so it looks
+// again briefly before calling the claim busy.
 func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
-	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
+	return l.reuseReleased(l.sidecar, rec, 3)
+}
+
+// reuseReleased takes the released tombstone at name in place with one
+// descriptor: open it read-write (no-follow, type proved regular by fstat),
+// take the OFD lock (a conflict is a live exactfs holder), capture through
+// that descriptor and, if it is a tombstone, rewrite it in place. ok is
+// false when name holds anything else, or anything fails before a byte is
+// written; nothing was changed then, and the caller goes through
+// takeRecord's full path, which judges what is there.
+//
+// This is reuseTombstone's proof in one descriptor instead of two: the
+// bytes and identity judged (a tombstone) are read through the descriptor
+// that already holds the OFD lock, so they are exactly what rewrite
+// replaces; the separate read-only judgement before it proved nothing more.
+// Only a tombstone is ever written; any other record is never judged here,
+// so the kernel lock we held on it for a moment (which made peeking exactfs
+// waiters see a live holder, the safe side) is dropped by the close.
+func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRecord, ok bool, err error) {
+	f, err := l.dir.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
-		if unsafeType(err) {
+		if unsafeType(err) && name == l.sidecar {
 			return nil, false, &unsafeError{err}
 		}
 		return nil, false, nil
 	}
-	// A conflict here is nearly always the previous taker between its rmdir
-	// and the close that drops its lock: a few microseconds. Look again
-	// briefly before calling the claim busy.
 	for try := 0; ; try++ {
 		rec2, lerr := lockOrPlain(f, rec)
 		if lerr == nil {
-			rec, err = rec2, nil
+			rec = rec2
 			break
 		}
-		if !errors.Is(lerr, errOFDConflict) || try == 3 {
+		if !errors.Is(lerr, errOFDConflict) || try >= retries {
 			f.Close()
 			return nil, false, nil
 		}
@@ -387,12 +403,17 @@ func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
 		return nil, false, nil
 	}
 	data := rec.Encode()
-	nid, err := l.rewrite(l.sidecar, f, id, old, data, true)
+	nid, err := l.rewrite(name, f, id, old, data, true)
 	if err != nil {
 		f.Close()
-		return nil, false, nil
+		if name == l.sidecar {
+			return nil, false, nil
+		}
+		// Bytes were written: report it as reuseTombstone would, so that
+		// takeRecord decides exactly as on its full path.
+		return nil, true, err
 	}
-	return &heldRecord{name: l.sidecar, f: f, id: nid, data: data, rec: rec}, true, nil
+	return &heldRecord{name: name, f: f, id: nid, data: data, rec: rec}, true, nil
 }
 
 // lockOrPlain takes the OFD lock on f for rec. Where the filesystem takes

@@ -61,6 +61,17 @@ func unsafePath(l *locker, name string, mode fs.FileMode) error {
 //
 // It returns the held record, or the contention that kept it from us.
 func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord, *contention, error) {
+	if !sidecar {
+		// The steady state: F.lock is a released tombstone. Take it with one
+		// descriptor (reuseReleased); anything else goes the full way below.
+		h, ok, err := l.reuseReleased(name, rec, 0)
+		switch {
+		case ok && err == nil:
+			return h, nil, nil
+		case ok && !errors.Is(err, errRecordChanged) && !errors.Is(err, fs.ErrNotExist):
+			return nil, nil, err
+		}
+	}
 	for try := 0; try < 4; try++ {
 		h, err := l.createRecord(name, rec)
 		if err == nil {
