@@ -69,7 +69,10 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 // removed. Our OFD lock on the sidecar is held until after the rmdir, so a
 // contender never mistakes a claim between those two steps for a crashed one.
 func (l *locker) releaseClaim(c *heldRecord) error {
-	defer c.f.Close()
+	// The lock is dropped only when this returns, after the rmdir; then
+	// explicitly, just before the close (ofdUnlock), so the next taker's
+	// reuseSidecar does not meet it for the length of the close.
+	defer func() { ofdUnlock(c.f); c.f.Close() }()
 	// No re-read first: we made the claim directory moments ago and hold the
 	// OFD lock on the sidecar, and every in-place writer of it needs both.
 	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), true); err != nil {

@@ -260,7 +260,8 @@ func (h *Held) Unlock() error {
 // rewrites the record. The record's descriptor is closed after the claim
 // is given back, so waiters woken by that close find the claim free.
 func (l *locker) release(r *heldRecord) (int, error) {
-	defer r.f.Close()
+	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
+	defer func() { ofdUnlock(r.f); r.f.Close() }()
 	budget := max(l.cfg.wait, DefaultWait)
 	start := time.Now()
 	var bo backoff

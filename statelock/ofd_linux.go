@@ -41,6 +41,21 @@ func ofdLock(f *os.File) error {
 	}
 }
 
+// ofdUnlock drops the lock ofdLock took on f, just before f is closed.
+// Closing alone drops it too, but later than the inotify event of the
+// close: the kernel sends IN_CLOSE_WRITE (fsnotify_close) before it removes
+// the file's locks (locks_remove_file) in __fput, so a waiter woken by the
+// close could still find our lock, read it as a live holder, and sleep a
+// whole backoff step (up to 100 ms) with no further event to wake it.
+// Unlocking first means the event only ever reports a lock that is gone.
+// It changes nothing else: the caller closes f at once, and the close
+// would drop the lock a moment later anyway.
+func ofdUnlock(f *os.File) {
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Len: queueBase}
+	for unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk) == unix.EINTR {
+	}
+}
+
 // ofdHeld asks the kernel whether any open file description holds a lock
 // on the inode f is open on. f may be read-only: F_OFD_GETLK checks for a
 // conflict without taking anything. known is false when the filesystem does

@@ -19,6 +19,9 @@ var (
 // here carry no kernel evidence fields, so nobody asks the kernel about them.
 func ofdLock(*os.File) error { return nil }
 
+// ofdUnlock has no lock to drop here.
+func ofdUnlock(*os.File) {}
+
 // ofdHeld cannot answer here.
 func ofdHeld(*os.File) (held, known bool) { return false, false }
 
