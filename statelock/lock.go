@@ -281,17 +281,25 @@ func (l *locker) release(r *heldRecord) (int, error) {
 
 func (l *locker) releaseRecord(r *heldRecord) error {
 	hook.Fire(HookBeforeRelease, l.lockPath)
-	cur, err := l.capture(l.lockName)
-	if err != nil {
-		return fmt.Errorf("our owner record is gone or unreadable: %w", err)
-	}
-	if !sameRecord(cur.id, r.id) || !bytes.Equal(cur.data, r.data) {
-		v := l.judgeRecord(cur, nil)
-		return fmt.Errorf("%w: someone else replaced our owner record; %s is now %s, left alone",
-			errRecordChanged, l.lockName, l.describe(cur, v))
+	// The proof through our own descriptor and an lstat of the name
+	// (provenAt) is the capture through the pathname minus the open: our
+	// inode still holds exactly our bytes, with the identity we recorded
+	// (nlink, size, mtime, digest), and the name still names it. Only when
+	// that fails is the name captured (as before), to decide and to say
+	// what is there now.
+	if id, err := l.provenAt(l.lockName, r.f, r.id, r.data); err != nil || !sameRecord(id, r.id) {
+		cur, err := l.capture(l.lockName)
+		if err != nil {
+			return fmt.Errorf("our owner record is gone or unreadable: %w", err)
+		}
+		if !sameRecord(cur.id, r.id) || !bytes.Equal(cur.data, r.data) {
+			v := l.judgeRecord(cur, nil)
+			return fmt.Errorf("%w: someone else replaced our owner record; %s is now %s, left alone",
+				errRecordChanged, l.lockName, l.describe(cur, v))
+		}
 	}
 	hook.Fire(HookAfterOwnerValidation, l.lockPath)
-	// The capture above proved the pathname names our inode with our
+	// The proof above showed the pathname names our inode with our
 	// bytes; reading them again through our descriptor would prove nothing new.
 	if _, err := l.rewrite(l.lockName, r.f, r.id, r.data, l.tombstone().Encode(), true); err != nil {
 		return err

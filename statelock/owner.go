@@ -283,8 +283,12 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 			return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
 		}
 	}
-	if err := writeAll(f, data); err != nil {
-		if rerr := writeAll(f, old); rerr != nil {
+	// want.Size is the size of the inode now: proved through f just above,
+	// or by the caller's capture (checked), and nobody writes into it in
+	// between (every in-place writer of a record holds the claim, and of
+	// the sidecar also its OFD lock). So no fstat is needed for the padding.
+	if err := writeAll(f, data, want.Size); err != nil {
+		if rerr := writeAll(f, old, -1); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
 		}
 		return exactfs.Identity{}, err
@@ -303,17 +307,37 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 		}
 		return id, nil
 	}
-	// One capture through the pathname proves both halves: the name still
-	// names the inode f is open on (want's), and that inode holds exactly
-	// the new bytes.
-	at, err := l.capture(name)
+	// Prove both halves: the inode f is open on (want's) holds exactly the
+	// new bytes (read back through f), and the pathname still names that
+	// inode (lstat). This is what one capture through the pathname proved,
+	// without opening the name again: the bytes of an inode are the same
+	// through any descriptor on it.
+	id, err := l.provenAt(name, f, want, data)
 	if err != nil {
 		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 	}
-	if !at.id.SameInode(want) || !bytes.Equal(at.data, data) {
-		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+	return id, nil
+}
+
+// provenAt proves that name names the inode f is open on (want's) and that
+// this inode holds exactly data: the bytes and identity are read through f,
+// then an lstat of name must show the same inode. It returns the identity.
+func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data []byte) (exactfs.Identity, error) {
+	got, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return exactfs.Identity{}, err
 	}
-	return at.id, nil
+	if !id.SameInode(want) || !bytes.Equal(got, data) {
+		return exactfs.Identity{}, errors.New("the inode no longer holds the bytes written")
+	}
+	fi, err := l.dir.Lstat(name)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+		return exactfs.Identity{}, errors.New("it now names another record")
+	}
+	return id, nil
 }
 
 // writeAll makes data the whole content of f: write at offset 0, then cut
@@ -324,12 +348,18 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 // truncate leaves a whole, valid record, never the new bytes followed by a
 // torn tail of the old ones, which no rule could ever reclaim. After the
 // truncate the bytes are exactly data.
-func writeAll(f *os.File, data []byte) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+//
+// size is the current size of f, as proved by the caller; < 0: unknown,
+// then f is stat'ed.
+func writeAll(f *os.File, data []byte, size int64) error {
+	if size < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		size = fi.Size()
 	}
-	if _, err := f.WriteAt(padTo(data, fi.Size()), 0); err != nil {
+	if _, err := f.WriteAt(padTo(data, size), 0); err != nil {
 		return err
 	}
 	hook.Fire(HookRewriteBeforeTruncate, f.Name())
