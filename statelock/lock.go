@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -218,12 +217,8 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 // It does not read the record: who holds it was described by the last full
 // attempt, and a waiter peeks after every wake, so it stays cheap.
 func (l *locker) peek(last *contention) *contention {
-	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if held, known := ofdHeld(f); !known || !held {
+	var held, known bool
+	if !l.probeLocks(l.lockName, func(fd uintptr) { held, known = ofdHeldFd(fd) }) || !known || !held {
 		return nil
 	}
 	c := &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}

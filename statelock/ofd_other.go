@@ -29,4 +29,10 @@ func ofdHeld(*os.File) (held, known bool) { return false, false }
 func queueJoin(*os.File, int64) bool  { return false }
 func queueAhead(*os.File, int64) bool { return false }
 
+func ofdHeldFd(uintptr) (held, known bool) { return false, false }
+func queueAheadFd(uintptr, int64) bool     { return false }
+
 func ticketNow() int64 { return 0 }
+
+// probeLocks has no kernel locks to ask about here.
+func (l *locker) probeLocks(string, func(uintptr)) bool { return false }

@@ -82,12 +82,9 @@ func (l *locker) queued() bool {
 	if !ofdSupported {
 		return false
 	}
-	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return queueAhead(f, -1)
+	queued := false
+	l.probeLocks(l.lockName, func(fd uintptr) { queued = queueAheadFd(fd, -1) })
+	return queued
 }
 
 func (t *ticket) leave() {
