@@ -21,3 +21,6 @@ func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
 	}
 	return id, nil
 }
+
+// readHeld is exactfs.CaptureFile here.
+func readHeld(f *os.File) ([]byte, exactfs.Identity, error) { return exactfs.CaptureFile(f) }

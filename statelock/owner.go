@@ -323,7 +323,7 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 // this inode holds exactly data: the bytes and identity are read through f,
 // then an lstat of name must show the same inode. It returns the identity.
 func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data []byte) (exactfs.Identity, error) {
-	got, id, err := exactfs.CaptureFile(f)
+	got, id, err := readHeld(f)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -423,7 +423,7 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	old, id, err := exactfs.CaptureFile(f)
+	old, id, err := readHeld(f)
 	if err != nil {
 		f.Close()
 		return nil, false, nil
