@@ -25,7 +25,7 @@ const claimMinAge = time.Second
 // else; a stale one is reclaimed first when SPEC §4.3 allows it.
 func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	for try := 0; ; try++ {
-		err := l.dir.Mkdir(l.claim, 0o700)
+		err := l.mkdirClaim()
 		if err == nil {
 			break
 		}
