@@ -280,6 +280,13 @@ func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 	}
 	defer done()
 	id, err := d.Publish(base, data, 0o600, s.beforeCommit(op, rel))
+	return s.committed(op, rel, d, base, id, err)
+}
+
+// committed finishes a write that exactfs reports committed: the file at
+// the name must be the one written and owner-only, and the binding and the
+// fence are asserted again (an error then has Committed set).
+func (s *Store) committed(op, rel string, d *exactfs.Dir, base string, id exactfs.Identity, err error) (exactfs.Identity, error) {
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -393,14 +400,7 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	guard, unlock := s.commitGuard(op, rel, d)
 	id, err := d.WriteFile(base, data, 0o600, guard)
 	unlock()
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	hook.Fire(HookAfterCommit, s.join(rel))
-	if err := verifyNamed(d, base, id); err != nil {
-		return exactfs.Identity{}, err
-	}
-	return id, s.after(op, rel)
+	return s.committed(op, rel, d, base, id, err)
 }
 
 // ReadExpected reads rel and proves what it read: the bytes and the
@@ -485,14 +485,7 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 	guard, unlock := s.commitGuard(op, rel, d)
 	id, err := d.ReplaceExpected(base, data, have, guard)
 	unlock()
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	hook.Fire(HookAfterCommit, s.join(rel))
-	if err := verifyNamed(d, base, id); err != nil {
-		return exactfs.Identity{}, err
-	}
-	return id, s.after(op, rel)
+	return s.committed(op, rel, d, base, id, err)
 }
 
 // storeRetireName is the quarantine name of the store's exact unlinks.
