@@ -1,6 +1,7 @@
 package exactfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -374,6 +375,10 @@ func rmdir(d *Dir, name string) error {
 	}
 	defer p.close()
 	if err := sys.Rmdir(p.fd, base); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return &Error{Op: "rmdir", Path: d.join(name), Code: CodeDestinationExists,
+				Detail: "the directory is not empty; nothing was removed", Err: err}
+		}
 		return wrap("rmdir", d.join(name), err)
 	}
 	return nil
