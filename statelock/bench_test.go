@@ -74,6 +74,45 @@ func BenchmarkBaselineFlockUpdate1KiB(b *testing.B) {
 	}
 }
 
+// BenchmarkUpdateRatio alternates an exactfs Update and the baseline
+// update, each on its own state file in one directory, so both see the same
+// disk and the same noise; it reports both means and their ratio (the
+// issue's target: at most 1.2).
+func BenchmarkUpdateRatio(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	base := filepath.Join(filepath.Dir(e.state), "baseline.json")
+	put := func([]byte) ([]byte, error) { return payload1KiB, nil }
+	var exact, plain time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if n%2 == 0 {
+			if err := Update(ctx, e.state, put, e.opts()...); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := baselineUpdate(base, put); err != nil {
+				b.Fatal(err)
+			}
+			exact, plain = exact+t1.Sub(t0), plain+time.Since(t1)
+		} else {
+			if err := baselineUpdate(base, put); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := Update(ctx, e.state, put, e.opts()...); err != nil {
+				b.Fatal(err)
+			}
+			plain, exact = plain+t1.Sub(t0), exact+time.Since(t1)
+		}
+		n++
+	}
+	b.ReportMetric(float64(exact.Nanoseconds())/float64(n), "exactfs-ns/op")
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(n), "flock-ns/op")
+	b.ReportMetric(float64(exact)/float64(plain), "ratio")
+}
+
 // BenchmarkContendedUpdate runs b.N counter increments spread over 4 and 8
 // processes, with exactfs and with the flock baseline, and reports
 // updates/s and the longest single wait for the lock.

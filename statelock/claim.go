@@ -19,13 +19,34 @@ import (
 // milliseconds. The same one second is the reference's tombstone rule.
 const claimMinAge = time.Second
 
-// takeClaim takes the transition claim: mkdir F.lock.transition (which
+// sparePrefix names the spare claim directory (claim_linux.go) of the claim
+// F.lock.transition: sparePrefix + "F.lock.transition".
+const sparePrefix = ".gjc-delete-state-lock-spare-"
+
+// spareName is the spare's name for a claim name, or "" when it would be
+// longer than a file name may be (then claims are made and removed).
+func spareName(claim string) string {
+	if n := sparePrefix + claim; len(n) <= 255 {
+		return n
+	}
+	return ""
+}
+
+// claimDir is the claim directory a locker holds: a descriptor on it and its
+// identity (fd is -1 when none is held, or where claims are not recycled).
+type claimDir struct {
+	fd       int
+	dev, ino uint64
+}
+
+// takeClaim takes the transition claim: the directory F.lock.transition
+// (made by mkdir, or a spare renamed onto the name without replace: either
 // admits exactly one taker), then the sidecar F.lock.transition.owner with
 // the record rules of takeRecord. busy reports a claim held by someone
 // else; a stale one is reclaimed first when SPEC §4.3 allows it.
 func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	for try := 0; ; try++ {
-		err := l.mkdirClaim()
+		err := l.makeClaim()
 		if err == nil {
 			break
 		}
@@ -45,6 +66,7 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
 		}
 	}
+	hook.Fire(HookClaimTaken, l.path(l.claim))
 	rec := l.newOwner()
 	h, ok, err := l.reuseSidecar(rec)
 	if !ok && err == nil {
@@ -53,7 +75,7 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	if h == nil {
 		// The directory is ours and empty: giving it back is safe by name,
 		// because nobody judges a claim younger than claimMinAge.
-		if rerr := l.dir.Rmdir(l.claim); rerr != nil {
+		if rerr := l.dropClaim(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		if busy != nil {
@@ -65,11 +87,12 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 }
 
 // releaseClaim gives the claim back: the sidecar becomes a tombstone (in
-// place, only if it is still exactly what we wrote), then the directory is
-// removed. Our OFD lock on the sidecar is held until after the rmdir, so a
-// contender never mistakes a claim between those two steps for a crashed one.
+// place, only if it is still exactly what we wrote), then the directory
+// leaves the name (dropClaim). Our OFD lock on the sidecar is held until
+// after that, so a contender never mistakes a claim between those two steps
+// for a crashed one.
 func (l *locker) releaseClaim(c *heldRecord) error {
-	// The lock is dropped only when this returns, after the rmdir; then
+	// The lock is dropped only when this returns, after dropClaim; then
 	// explicitly, just before the close (ofdUnlock), so the next taker's
 	// reuseSidecar does not meet it for the length of the close.
 	defer func() { ofdUnlock(c.f); c.f.Close() }()
@@ -78,7 +101,7 @@ func (l *locker) releaseClaim(c *heldRecord) error {
 	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), true); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
-	if err := l.dir.Rmdir(l.claim); err != nil {
+	if err := l.dropClaim(); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
 	return nil

@@ -2,5 +2,9 @@
 
 package statelock
 
-// mkdirClaim makes the claim directory F.lock.transition, mode 0700.
-func (l *locker) mkdirClaim() error { return l.dir.Mkdir(l.claim, 0o700) }
+// Here claims are made with mkdir and removed with rmdir; claim_linux.go
+// recycles them.
+
+func (l *locker) makeClaim() error { return l.dir.Mkdir(l.claim, 0o700) }
+func (l *locker) dropClaim() error { return l.dir.Rmdir(l.claim) }
+func (l *locker) closeClaim()      {}

@@ -9,9 +9,18 @@
 // newline, mode 0600); after release it is rewritten in place to a released
 // tombstone and kept, and the next holder reuses its inode. Every pathname
 // change of F.lock happens under the transition claim: the empty directory
-// F.lock.transition (0700, mkdir takes it, rmdir gives it back) with its
-// owner record beside it in F.lock.transition.owner. The caller's operation
-// never runs inside the claim, only the pathname bookkeeping does.
+// F.lock.transition (0700) with its owner record beside it in
+// F.lock.transition.owner. The caller's operation never runs inside the
+// claim, only the pathname bookkeeping does.
+//
+// On Linux the claim directory is recycled: it is given back by a rename
+// (without replace) to the private name
+// .gjc-delete-state-lock-spare-F.lock.transition and taken by the rename
+// back, because freeing a directory's block can cost more than the rest of
+// a lock cycle (claim_linux.go). Peers see what mkdir and rmdir show them.
+// That spare is the one extra name a lock leaves: an empty 0700 directory
+// that anyone may remove at any time (the next claim is then made with
+// mkdir).
 //
 // # Beyond the reference
 //

@@ -17,6 +17,9 @@ const (
 	// A fault point only (faultAt): failing it makes new records be created
 	// in place, as on a filesystem without no-replace rename.
 	HookCreateInPlace = "statelock.create-in-place"
+	// The claim directory was just taken (made, or a spare renamed onto the
+	// name); its sidecar is not written yet.
+	HookClaimTaken = "statelock.claim-taken"
 	// After the stale verdict on a transition claim, before its re-capture.
 	HookAfterClaimInspection = "statelock.after-claim-inspection"
 	// Immediately before the exact removal of a stale claim directory.

@@ -28,7 +28,9 @@ type locker struct {
 	lockName string
 	claim    string
 	sidecar  string
-	lockPath string // for messages
+	spare    string   // the spare claim directory's name, "" for none
+	held     claimDir // the claim directory while we hold it
+	lockPath string   // for messages
 	host     liveness.HostIdentity
 	self     liveness.Evidence
 	judge    liveness.Judge
@@ -117,6 +119,8 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 		lockName: base + lockSuffix,
 		claim:    base + claimSuffix,
 		sidecar:  base + sidecarSuffix,
+		spare:    spareName(base + claimSuffix),
+		held:     claimDir{fd: -1},
 		lockPath: lockPath,
 		host:     host,
 		self:     self,
@@ -125,7 +129,7 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	return l, nil
 }
 
-func (l *locker) close() { l.dir.Close() }
+func (l *locker) close() { l.closeClaim(); l.dir.Close() }
 
 // newOwner is the record this process writes when it takes a lock or a
 // claim: the reference's fields (start_time in the linux-proc-v1 form on
