@@ -79,15 +79,16 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		bo, claimBo backoff
 		w           *waker
 		tk          *ticket
+		kept        = probeFd{fd: -1} // look's descriptor, for the ticket
 		attempts    int
 		last        *contention
 	)
 	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
-	defer func() { w.close(); tk.leave() }()
+	defer func() { w.close(); tk.leave(); kept.close() }()
 	fail := func(reason Reason, c *contention, err error) (*Held, error) {
 		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 		if c != nil {
-			e.Holder = c.who()
+			e.Holder = l.described(c).who()
 		}
 		return nil, e
 	}
@@ -100,18 +101,22 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			h       *heldRecord
 			c       *contention
 			err     error
-			skipped bool
+			skipped bool // no attempt: others go first
 		)
 		switch {
-		case attempts == 1 && !once && l.queued():
-			// Others were waiting before us: queue behind them (queue.go).
-			c, skipped = &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
+		case attempts == 1 && !once:
+			// A new caller looks before it takes the claim: at a holder the
+			// kernel vouches for, or at waiters queued long enough that they
+			// go first (queue.go). Taking the claim while the lock is held
+			// would only write records for nothing, and every such write is
+			// more for the holder's fsync to flush.
+			c, skipped, kept = l.look()
 		case tk != nil && !l.first(tk):
 			c, skipped = last, true
 		case last != nil:
 			// Waiting on a holder: look without taking the claim first, so
 			// that waiters do not crowd the claim the holder needs to release.
-			c = l.peek(last)
+			c = l.peek(last, tk)
 		}
 		if c == nil {
 			h, c, err = l.attempt()
@@ -155,7 +160,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			// once: a release between the failed attempt and the watch would
 			// otherwise cost a full sleep.
 			w = newWaker(l.dir.Name(), l.lockName)
-			tk = l.join(nil)
+			tk, kept = l.join(nil, kept), probeFd{fd: -1}
 			continue
 		}
 		// The sleep only bounds how late a change that produced no event is
@@ -212,20 +217,75 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 // peek reports a holder that the kernel vouches for, without the claim: an
 // OFD lock on F.lock is held only by a live exactfs holder (or one in the
 // middle of releasing). It returns nil when it cannot tell, and the caller
-// makes a full attempt.
+// makes a full attempt. It asks through the waiter's ticket descriptor when
+// there is one (first keeps it on F.lock's current inode), else through a
+// descriptor of its own.
 //
 // It does not read the record: who holds it was described by the last full
-// attempt, and a waiter peeks after every wake, so it stays cheap.
-func (l *locker) peek(last *contention) *contention {
+// attempt (or is described when a timeout is reported), and a waiter peeks
+// after every wake, so it stays cheap.
+func (l *locker) peek(last *contention, tk *ticket) *contention {
 	var held, known bool
-	if !l.probeLocks(l.lockName, func(fd uintptr) { held, known = ofdHeldFd(fd) }) || !known || !held {
+	if tk != nil && tk.fd >= 0 {
+		held, known = ofdHeldFd(uintptr(tk.fd))
+	} else if !l.probeLocks(l.lockName, func(fd uintptr) { held, known = ofdHeldFd(fd) }) {
 		return nil
 	}
-	c := &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}
+	if !known || !held {
+		return nil
+	}
+	c := heldByKernel()
 	if last != nil && last.reason == ReasonOwnerLive {
 		c.holder, c.since = last.holder, last.since
 	}
 	return c
+}
+
+func heldByKernel() *contention {
+	return &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}
+}
+
+// look is a new caller's first look, through one descriptor on F.lock: a
+// holder the kernel vouches for (wait for it), queued waiters (queue behind
+// them: skipped), or neither (nil: attempt). When the caller is to wait,
+// the descriptor is handed back to become its ticket (join).
+func (l *locker) look() (c *contention, skipped bool, p probeFd) {
+	p = probeFd{fd: -1}
+	if !ofdSupported {
+		return nil, false, p
+	}
+	p = l.openProbe(l.lockName)
+	if p.fd < 0 {
+		return nil, false, p
+	}
+	held, known := ofdHeldFd(uintptr(p.fd))
+	switch {
+	case known && held:
+		return heldByKernel(), false, p
+	case queueAheadFd(uintptr(p.fd), -1):
+		return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true, p
+	}
+	p.close()
+	return nil, false, probeFd{fd: -1}
+}
+
+// described returns c, or when c names its holder only vaguely (a peek or
+// the queue said the lock is taken, nobody read the record), a description
+// of whoever holds F.lock now, for the error a caller sees.
+func (l *locker) described(c *contention) *contention {
+	if c.reason != ReasonOwnerLive || !c.since.IsZero() {
+		return c
+	}
+	f, s, err := l.openCapture(l.lockName)
+	if err != nil {
+		return c
+	}
+	v := l.judgeRecord(s, f)
+	f.Close()
+	if s.released() {
+		return c
+	}
+	return &contention{reason: c.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}
 }
 
 // Unlock releases the lock: under the transition claim, it proves that

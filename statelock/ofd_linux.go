@@ -85,11 +85,11 @@ func ofdHeldFd(fd uintptr) (held, known bool) {
 const queueBase = 1 << 40
 
 // queueJoin takes this waiter's place in the queue: a read lock on the one
-// byte of its ticket, through f (open for reading on the record's inode).
-func queueJoin(f *os.File, ticket int64) bool {
+// byte of its ticket, through fd (open for reading on the record's inode).
+func queueJoin(fd uintptr, ticket int64) bool {
 	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: queueBase + ticket, Len: 1}
 	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		err := unix.FcntlFlock(fd, unix.F_OFD_SETLK, &lk)
 		if err == unix.EINTR {
 			continue
 		}
@@ -97,10 +97,8 @@ func queueJoin(f *os.File, ticket int64) bool {
 	}
 }
 
-// queueAhead reports whether some waiter with a smaller ticket than ticket
-// is queued on f's inode (ticket < 0: any waiter at all).
-func queueAhead(f *os.File, ticket int64) bool { return queueAheadFd(f.Fd(), ticket) }
-
+// queueAheadFd reports whether some waiter with a smaller ticket than
+// ticket is queued on the inode fd is open on (ticket < 0: any waiter).
 func queueAheadFd(fd uintptr, ticket int64) bool {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: queueBase}
 	if ticket >= 0 {
@@ -127,18 +125,23 @@ func ticketNow() int64 {
 	return ts.Nano()
 }
 
-// probeLocks opens name in the lock directory read-only, only to ask the
-// kernel about locks on its inode (queued, peek), and runs ask with the
-// descriptor. It reads no bytes, so it does what Dir.OpenFile does (lstat
-// first so that a device or FIFO is never opened, no-follow non-blocking
-// open, fstat proving a regular file) with a raw descriptor: no *os.File,
-// whose setup costs two more system calls (F_GETFL, a refused epoll_ctl)
-// on every waiter's wake. false: not a regular file we could open.
-func (l *locker) probeLocks(name string, ask func(fd uintptr)) bool {
+// probe is a read-only raw descriptor on a record's inode, opened only to
+// ask the kernel about locks on it (look, peek, the queue). It reads no
+// bytes, so it does what Dir.OpenFile does (lstat first so that a device or
+// FIFO is never opened, no-follow non-blocking open, fstat proving a
+// regular file) without an *os.File, whose setup costs two more system
+// calls (F_GETFL, a refused epoll_ctl). fd is -1 when name is not a regular
+// file we could open.
+type probeFd struct {
+	fd  int
+	ino uint64
+}
+
+func (l *locker) openProbe(name string) probeFd {
 	dirfd := l.dir.Fd()
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
+		return probeFd{fd: -1}
 	}
 	var fd int
 	for {
@@ -148,14 +151,31 @@ func (l *locker) probeLocks(name string, ask func(fd uintptr)) bool {
 			continue
 		}
 		if err != nil {
-			return false
+			return probeFd{fd: -1}
 		}
 		break
 	}
-	defer unix.Close(fd)
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return probeFd{fd: -1}
+	}
+	return probeFd{fd: fd, ino: st.Ino}
+}
+
+func (p probeFd) close() {
+	if p.fd >= 0 {
+		unix.Close(p.fd)
+	}
+}
+
+// probeLocks runs ask with a probe of name, and closes it. false: name is
+// not a regular file we could open.
+func (l *locker) probeLocks(name string, ask func(fd uintptr)) bool {
+	p := l.openProbe(name)
+	if p.fd < 0 {
 		return false
 	}
-	ask(uintptr(fd))
+	defer p.close()
+	ask(uintptr(p.fd))
 	return true
 }

@@ -26,13 +26,19 @@ func ofdUnlock(*os.File) {}
 func ofdHeld(*os.File) (held, known bool) { return false, false }
 
 // There is no waiter queue without OFD locks: waiters compete.
-func queueJoin(*os.File, int64) bool  { return false }
-func queueAhead(*os.File, int64) bool { return false }
+func queueJoin(uintptr, int64) bool { return false }
 
 func ofdHeldFd(uintptr) (held, known bool) { return false, false }
 func queueAheadFd(uintptr, int64) bool     { return false }
 
 func ticketNow() int64 { return 0 }
 
-// probeLocks has no kernel locks to ask about here.
+// probe and probeLocks have no kernel locks to ask about here.
+type probeFd struct {
+	fd  int
+	ino uint64
+}
+
+func (l *locker) openProbe(string) probeFd              { return probeFd{fd: -1} }
+func (p probeFd) close()                                {}
 func (l *locker) probeLocks(string, func(uintptr)) bool { return false }

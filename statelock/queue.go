@@ -1,7 +1,6 @@
 package statelock
 
 import (
-	"os"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -25,33 +24,34 @@ const queueTrust = time.Second
 
 // ticket is one waiter's place in the queue.
 type ticket struct {
-	f      *os.File // read-only descriptor on F.lock's inode, carrying the read lock
-	n      int64    // arrival order: CLOCK_MONOTONIC nanoseconds, one clock for the host
+	fd     int   // read-only descriptor on F.lock's inode, carrying the read lock; -1: none
+	n      int64 // arrival order: CLOCK_MONOTONIC nanoseconds, one clock for the host
 	ino    uint64
 	behind time.Time // since when another waiter has been ahead of us
 }
 
-// join puts the caller in the queue on F.lock's current inode.
-func (l *locker) join(t *ticket) *ticket {
+// join puts the caller in the queue on F.lock's current inode, through p
+// when it is a descriptor on F.lock that the caller hands over (look's), or
+// a new one.
+func (l *locker) join(t *ticket, p probeFd) *ticket {
 	if !ofdSupported {
 		return nil
 	}
 	if t == nil {
-		t = &ticket{n: max(1, ticketNow())}
+		t = &ticket{fd: -1, n: max(1, ticketNow())}
 	}
-	f, err := l.dir.OpenFile(l.lockName, os.O_RDONLY, 0)
-	if err != nil {
+	if p.fd < 0 {
+		p = l.openProbe(l.lockName)
+		if p.fd < 0 {
+			return t
+		}
+	}
+	if !queueJoin(uintptr(p.fd), t.n) {
+		p.close()
 		return t
 	}
-	_, id, err := exactfs.CaptureFile(f)
-	if err != nil || !queueJoin(f, t.n) {
-		f.Close()
-		return t
-	}
-	if t.f != nil {
-		t.f.Close()
-	}
-	t.f, t.ino = f, id.Ino
+	t.leave()
+	t.fd, t.ino = p.fd, p.ino
 	return t
 }
 
@@ -64,10 +64,10 @@ func (l *locker) first(t *ticket) bool {
 	}
 	if fi, err := l.dir.Lstat(l.lockName); err == nil {
 		if id, ok := fi.Sys().(exactfs.Identity); ok && id.Ino != t.ino {
-			l.join(t)
+			l.join(t, probeFd{fd: -1})
 		}
 	}
-	if t.f == nil || !queueAhead(t.f, t.n) {
+	if t.fd < 0 || !queueAheadFd(uintptr(t.fd), t.n) {
 		t.behind = time.Time{}
 		return true
 	}
@@ -77,19 +77,9 @@ func (l *locker) first(t *ticket) bool {
 	return time.Since(t.behind) > queueTrust
 }
 
-// queued reports whether waiters are queued for the lock now.
-func (l *locker) queued() bool {
-	if !ofdSupported {
-		return false
-	}
-	queued := false
-	l.probeLocks(l.lockName, func(fd uintptr) { queued = queueAheadFd(fd, -1) })
-	return queued
-}
-
 func (t *ticket) leave() {
-	if t != nil && t.f != nil {
-		t.f.Close()
-		t.f = nil
+	if t != nil && t.fd >= 0 {
+		probeFd{fd: t.fd}.close()
+		t.fd = -1
 	}
 }

@@ -3,8 +3,11 @@ package statelock
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // Waiters are served in arrival order: B, which started waiting after A,
@@ -36,7 +39,7 @@ func TestQueueOrder(t *testing.T) {
 			return false
 		}
 		defer f.Close()
-		return queueAhead(f, -1)
+		return queueAheadFd(f.Fd(), -1)
 	}
 	go waiter("A")
 	for i := 0; !queuedCount(); i++ {
@@ -53,5 +56,39 @@ func TestQueueOrder(t *testing.T) {
 	first, second := <-order, <-order
 	if first != "A" || second != "B" {
 		t.Fatalf("served %s then %s, want A then B", first, second)
+	}
+}
+
+// A new caller that finds a holder the kernel vouches for waits without
+// taking the transition claim: taking it would write the sidecar twice for
+// nothing and crowd the claim the holder needs for its release.
+func TestNewcomerDoesNotTakeClaimWhileHeld(t *testing.T) {
+	if !ofdSupported {
+		t.Skip("no kernel lock to look at")
+	}
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken atomic.Int32
+	defer hook.Set(HookClaimTaken, func(string) { taken.Add(1) })()
+	done := make(chan error, 1)
+	go func() {
+		w, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+		if err == nil {
+			err = w.Unlock()
+		}
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if n := taken.Load(); n != 0 {
+		t.Fatalf("the waiting caller took the claim %d times while the lock was held", n)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
