@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/exactfs/exactfs/internal/sys"
 	"golang.org/x/sys/unix"
@@ -48,10 +47,11 @@ func (l *locker) makeClaim() error {
 }
 
 // takeSpare renames the spare onto the claim's name. The spare must be an
-// empty directory of ours with mode 0700 before it is moved (looked at
-// through a descriptor: a symlink, FIFO or file there is never opened or
-// moved), and the claim must be that same directory after; a spare swapped
-// in between is put back where it was and the claim is made with mkdir.
+// empty directory with mode 0700 that we may set the times of (its owner,
+// or root) before it is moved (looked at through a descriptor: a symlink,
+// FIFO or file there is never opened or moved), and the claim must be that
+// same directory after; a spare swapped in between is put back where it
+// was and the claim is made with mkdir.
 //
 // Its times are set to now before the rename: a claim's age is its
 // directory's mtime (nobody judges a claim younger than claimMinAge), and a
@@ -63,8 +63,7 @@ func (l *locker) takeSpare() error {
 		return errNoSpare
 	}
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&0o7777 != 0o700 || int(st.Uid) != os.Geteuid() ||
-		!emptyDir(fd) || touch(fd) != nil {
+	if unix.Fstat(fd, &st) != nil || st.Mode&0o7777 != 0o700 || !emptyDir(fd, false) || touch(fd) != nil {
 		unix.Close(fd)
 		return errNoSpare
 	}
@@ -162,17 +161,19 @@ func (l *locker) dropClaim() error {
 		return fmt.Errorf("%s is no longer the directory we took as the transition claim (inode %d, now %d); left alone",
 			l.path(l.claim), c.ino, st.Ino)
 	}
-	if l.spare != "" && emptyDir(c.fd) && sys.RenameNoReplace(dirfd, l.claim, dirfd, l.spare) == nil {
+	if l.spare != "" && emptyDir(c.fd, true) && sys.RenameNoReplace(dirfd, l.claim, dirfd, l.spare) == nil {
 		return nil
 	}
 	return l.dir.Rmdir(l.claim)
 }
 
 // emptyDir reports whether the directory open at fd has no entries besides
-// "." and "..". It reads from the start.
-func emptyDir(fd int) bool {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return false
+// "." and "..". rewind: fd was read before; read it from the start.
+func emptyDir(fd int, rewind bool) bool {
+	if rewind {
+		if _, err := unix.Seek(fd, 0, 0); err != nil {
+			return false
+		}
 	}
 	var buf [512]byte
 	for {

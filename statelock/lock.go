@@ -258,11 +258,10 @@ func (l *locker) look() (c *contention, skipped bool, p probeFd) {
 	if p.fd < 0 {
 		return nil, false, p
 	}
-	held, known := ofdHeldFd(uintptr(p.fd))
-	switch {
-	case known && held:
+	switch anyLock(uintptr(p.fd)) {
+	case lockedByHolder:
 		return heldByKernel(), false, p
-	case queueAheadFd(uintptr(p.fd), -1):
+	case lockedByWaiter:
 		return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true, p
 	}
 	p.close()

@@ -97,6 +97,33 @@ func queueJoin(fd uintptr, ticket int64) bool {
 	}
 }
 
+// Who holds a kernel lock on a record's inode, as anyLock tells.
+const (
+	unlocked = iota
+	lockedByHolder
+	lockedByWaiter
+)
+
+// anyLock asks, with one F_OFD_GETLK over the whole lock space, whether
+// anyone holds a lock on the inode fd is open on: the holder's range or a
+// waiter's ticket. When both exist the kernel names one of them; either
+// means the caller waits.
+func anyLock(fd uintptr) int {
+	for {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
+		err := unix.FcntlFlock(fd, unix.F_OFD_GETLK, &lk)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil, lk.Type == unix.F_UNLCK:
+			return unlocked
+		case lk.Start < queueBase:
+			return lockedByHolder
+		}
+		return lockedByWaiter
+	}
+}
+
 // queueAheadFd reports whether some waiter with a smaller ticket than
 // ticket is queued on the inode fd is open on (ticket < 0: any waiter).
 func queueAheadFd(fd uintptr, ticket int64) bool {

@@ -342,7 +342,8 @@ func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data [
 
 // writeAll makes data the whole content of f: write at offset 0, then cut
 // the file to that length (one system call fewer than the reference's
-// truncate, write, truncate). Where the old content is longer, the new
+// truncate, write, truncate; none when data is at least as long as what it
+// replaces, as an owner record over a tombstone is). Where the old content is longer, the new
 // bytes are followed by spaces up to its length: JSON parsers on both sides
 // accept trailing white space, so a holder killed between the write and the
 // truncate leaves a whole, valid record, never the new bytes followed by a
@@ -363,6 +364,9 @@ func writeAll(f *os.File, data []byte, size int64) error {
 		return err
 	}
 	hook.Fire(HookRewriteBeforeTruncate, f.Name())
+	if int64(len(data)) >= size {
+		return nil // the write replaced every byte and set the length
+	}
 	return f.Truncate(int64(len(data)))
 }
 
