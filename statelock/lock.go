@@ -254,7 +254,7 @@ func (l *locker) look() (c *contention, skipped bool, p probeFd) {
 	if !ofdSupported {
 		return nil, false, p
 	}
-	p = l.openProbe(l.lockName)
+	p = l.openProbeAs(l.lockName, false)
 	if p.fd < 0 {
 		return nil, false, p
 	}

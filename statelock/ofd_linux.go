@@ -164,7 +164,13 @@ type probeFd struct {
 	ino uint64
 }
 
-func (l *locker) openProbe(name string) probeFd {
+func (l *locker) openProbe(name string) probeFd { return l.openProbeAs(name, true) }
+
+// openProbeAs is openProbe; without proved, the fstat is left out (and ino
+// is 0): the descriptor is only asked about locks, and a lock on whatever
+// replaced the name between the lstat and the open answers nothing wrong
+// that the caller relies on. prove adds the fstat when it is needed (join).
+func (l *locker) openProbeAs(name string, proved bool) probeFd {
 	dirfd := l.dir.Fd()
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -182,11 +188,24 @@ func (l *locker) openProbe(name string) probeFd {
 		}
 		break
 	}
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+	p := probeFd{fd: fd}
+	if proved && !p.prove() {
 		return probeFd{fd: -1}
 	}
-	return probeFd{fd: fd, ino: st.Ino}
+	return p
+}
+
+// prove fstats a probe opened without it: a regular file, with its inode
+// number; otherwise the descriptor is closed and false returned.
+func (p *probeFd) prove() bool {
+	var st unix.Stat_t
+	if unix.Fstat(p.fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(p.fd)
+		p.fd = -1
+		return false
+	}
+	p.ino = st.Ino
+	return true
 }
 
 func (p probeFd) close() {

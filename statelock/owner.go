@@ -268,11 +268,7 @@ var errRecordChanged = errors.New("owner record changed")
 // There is deliberately no fsync: see the package documentation.
 //
 // checked says the caller captured want through f itself a moment ago, so
-// the bytes need not be read again first. For the claim's sidecar the
-// pathname is checked after the write by inode only: its in-place writers
-// all hold the claim directory, which is ours, so the bytes at our inode
-// are the ones we just wrote; F.lock gets the full re-capture, because a
-// base writer takes no claim.
+// the bytes need not be read again first.
 func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, error) {
 	if !checked {
 		_, cur, err := exactfs.CaptureFile(f)
@@ -293,28 +289,22 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 		}
 		return exactfs.Identity{}, err
 	}
-	if name == l.sidecar {
-		id, err := writtenIdentity(f, data)
-		if err != nil {
-			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
-		}
-		fi, err := l.dir.Lstat(name)
-		if err != nil {
-			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
-		}
-		if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
-			return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
-		}
-		return id, nil
-	}
-	// Prove both halves: the inode f is open on (want's) holds exactly the
-	// new bytes (read back through f), and the pathname still names that
-	// inode (lstat). This is what one capture through the pathname proved,
-	// without opening the name again: the bytes of an inode are the same
-	// through any descriptor on it.
-	id, err := l.provenAt(name, f, want, data)
+	// The inode f is open on holds exactly data: every in-place writer of a
+	// record (exactfs and the reference alike) holds the claim, which is
+	// ours, and a base writer only ever creates a new inode; so one fstat
+	// gives the identity (writtenIdentity) without reading our own bytes
+	// back. The pathname must still name that inode (lstat): a base writer
+	// may have replaced the name, never the bytes.
+	id, err := writtenIdentity(f, data)
 	if err != nil {
 		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	fi, err := l.dir.Lstat(name)
+	if err != nil {
+		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
 	}
 	return id, nil
 }

@@ -42,9 +42,11 @@ func (l *locker) join(t *ticket, p probeFd) *ticket {
 	}
 	if p.fd < 0 {
 		p = l.openProbe(l.lockName)
-		if p.fd < 0 {
-			return t
-		}
+	} else if p.ino == 0 {
+		p.prove()
+	}
+	if p.fd < 0 {
+		return t
 	}
 	if !queueJoin(uintptr(p.fd), t.n) {
 		p.close()

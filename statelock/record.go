@@ -147,6 +147,14 @@ var errMalformed = errors.New("malformed owner record")
 // The exactfs evidence fields are read when they are well formed and
 // ignored otherwise (they are hints, and a TypeScript writer never sets them).
 func ParseRecord(data []byte) (*Record, error) {
+	if r, ok := parseTombstone(data); ok {
+		return r, nil
+	}
+	return parseRecordJSON(data)
+}
+
+// parseRecordJSON is ParseRecord through the JSON decoder.
+func parseRecordJSON(data []byte) (*Record, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("%w: not a JSON object", errMalformed)
@@ -179,6 +187,49 @@ func ParseRecord(data []byte) (*Record, error) {
 	r.PidNS, _ = jsonUint(m["pid_ns"])
 	jsonString(m["boot_id"], &r.BootID)
 	return r, nil
+}
+
+// The exact bytes of a released tombstone, as both implementations write
+// it: tombstonePrefix, the token, tombstoneMiddle, the host id,
+// tombstoneSuffix, then at most the spaces of an in-place rewrite's padding.
+const (
+	tombstonePrefix = `{"pid":1,"start_time":"unknown","token":"`
+	tombstoneMiddle = `","owner_host_id":"`
+	tombstoneSuffix = `","released":true}`
+)
+
+// parseTombstone reads a record in exactly the tombstone's byte shape
+// without a JSON decoder: nearly every record read is one (the steady
+// state of F.lock and of the sidecar). It accepts only strings that need no
+// unescaping (no quote, backslash or control character, valid UTF-8), so
+// it returns exactly what the decoder would; anything else is left to it.
+func parseTombstone(data []byte) (*Record, bool) {
+	b := bytes.TrimRight(data, " ")
+	if len(b) < len(tombstonePrefix)+len(tombstoneSuffix) ||
+		!bytes.HasPrefix(b, []byte(tombstonePrefix)) || !bytes.HasSuffix(b, []byte(tombstoneSuffix)) {
+		return nil, false
+	}
+	b = b[len(tombstonePrefix) : len(b)-len(tombstoneSuffix)]
+	i := bytes.Index(b, []byte(tombstoneMiddle))
+	if i <= 0 || i+len(tombstoneMiddle) == len(b) {
+		return nil, false
+	}
+	token, host := b[:i], b[i+len(tombstoneMiddle):]
+	if !plainJSONString(token) || !plainJSONString(host) {
+		return nil, false
+	}
+	return tombstone(string(token), string(host)), true
+}
+
+// plainJSONString reports whether s is the content of a JSON string that
+// decodes to itself.
+func plainJSONString(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(s)
 }
 
 // historicalUnreleased reports the one malformed shape that may be reclaimed

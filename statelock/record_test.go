@@ -181,3 +181,36 @@ func FuzzParseLegacyInfo(f *testing.F) {
 		}
 	})
 }
+
+// The tombstone fast path reads exactly what the JSON decoder reads, and
+// accepts only what the decoder accepts.
+func FuzzParseTombstoneMatchesJSON(f *testing.F) {
+	v := loadVectors(f)
+	f.Add([]byte(v.Tombstone))
+	f.Add([]byte(v.Tombstone + "    "))
+	f.Add([]byte(`{"pid":1,"start_time":"unknown","token":"a\"b","owner_host_id":"h","released":true}`))
+	f.Add([]byte(`{"pid":1,"start_time":"unknown","token":"","owner_host_id":"h","released":true}`))
+	f.Add([]byte(`{"pid":1,"start_time":"unknown","token":"t","owner_host_id":"","released":true}`))
+	f.Add([]byte("{\"pid\":1,\"start_time\":\"unknown\",\"token\":\"\xff\",\"owner_host_id\":\"h\",\"released\":true}"))
+	f.Add([]byte(`{"pid":1,"start_time":"unknown","token":"t","owner_host_id":"h","released":true}x`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := parseTombstone(data)
+		if !ok {
+			return
+		}
+		slow, err := parseRecordJSON(data)
+		if err != nil {
+			t.Fatalf("fast path accepted %q, the decoder refuses it: %v", data, err)
+		}
+		if *fast != *slow {
+			t.Fatalf("%q: fast %+v, decoder %+v", data, fast, slow)
+		}
+	})
+}
+
+func TestParseTombstoneVector(t *testing.T) {
+	v := loadVectors(t)
+	if _, ok := parseTombstone([]byte(v.Tombstone)); !ok {
+		t.Fatalf("the tombstone vector does not take the fast path: %s", v.Tombstone)
+	}
+}
