@@ -129,7 +129,8 @@ func (l *locker) mkdirClaim() error {
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err == nil && st.Mode&0o7777 != 0o700 {
+	err = unix.Fstat(fd, &st)
+	if err == nil && st.Mode&0o7777 != 0o700 {
 		err = unix.Fchmod(fd, 0o700)
 	}
 	if err != nil {

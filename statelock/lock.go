@@ -106,8 +106,8 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		switch {
 		case attempts == 1 && !once:
 			// A new caller looks before it takes the claim: at a holder the
-			// kernel vouches for, or at waiters queued long enough that they
-			// go first (queue.go). Taking the claim while the lock is held
+			// kernel vouches for, or at waiters queued before it, who go
+			// first (queue.go). Taking the claim while the lock is held
 			// would only write records for nothing, and every such write is
 			// more for the holder's fsync to flush.
 			c, skipped, kept = l.look()

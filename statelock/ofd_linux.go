@@ -152,7 +152,7 @@ func ticketNow() int64 {
 	return ts.Nano()
 }
 
-// probe is a read-only raw descriptor on a record's inode, opened only to
+// probeFd is a read-only raw descriptor on a record's inode, opened only to
 // ask the kernel about locks on it (look, peek, the queue). It reads no
 // bytes, so it does what Dir.OpenFile does (lstat first so that a device or
 // FIFO is never opened, no-follow non-blocking open, fstat proving a

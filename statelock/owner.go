@@ -332,13 +332,13 @@ func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data [
 
 // writeAll makes data the whole content of f: write at offset 0, then cut
 // the file to that length (one system call fewer than the reference's
-// truncate, write, truncate; none when data is at least as long as what it
-// replaces, as an owner record over a tombstone is). Where the old content is longer, the new
-// bytes are followed by spaces up to its length: JSON parsers on both sides
-// accept trailing white space, so a holder killed between the write and the
-// truncate leaves a whole, valid record, never the new bytes followed by a
-// torn tail of the old ones, which no rule could ever reclaim. After the
-// truncate the bytes are exactly data.
+// truncate, write, truncate; no cut when data is at least as long as what
+// it replaces, as an owner record over a tombstone is). Where the old
+// content is longer, the new bytes are followed by spaces up to its length:
+// JSON parsers on both sides accept trailing white space, so a holder
+// killed between the write and the truncate leaves a whole, valid record,
+// never the new bytes followed by a torn tail of the old ones, which no
+// rule could ever reclaim. After the truncate the bytes are exactly data.
 //
 // size is the current size of f, as proved by the caller; < 0: unknown,
 // then f is stat'ed.
