@@ -123,40 +123,8 @@ func BenchmarkContendedUpdate(b *testing.B) {
 	for _, procs := range []int{4, 8} {
 		for _, kind := range []string{"statelock", "flock"} {
 			b.Run(fmt.Sprintf("%s/procs=%d", kind, procs), func(b *testing.B) {
-				e := newEnv(b)
-				per := max(1, b.N/procs)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				defer cancel()
-				var outs []*bytes.Buffer
-				var cmds []*os_exec
-				for range procs {
-					cmd := workerCmd(ctx, "bench", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-						"STATELOCK_N="+strconv.Itoa(per), "STATELOCK_KIND="+kind)
-					var out bytes.Buffer
-					cmd.Stdout, cmd.Stderr = &out, os.Stderr
-					outs = append(outs, &out)
-					cmds = append(cmds, &os_exec{cmd})
-				}
-				b.ResetTimer()
-				start := time.Now()
-				for _, c := range cmds {
-					if err := c.Start(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for _, c := range cmds {
-					if err := c.Wait(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				elapsed := time.Since(start)
-				b.StopTimer()
-				var worst time.Duration
-				for _, o := range outs {
-					d, _ := time.ParseDuration(strings.TrimSpace(o.String()))
-					worst = max(worst, d)
-				}
-				b.ReportMetric(float64(per*procs)/elapsed.Seconds(), "updates/s")
+				ups, worst := contendedRound(b, kind, procs, max(1, b.N/procs))
+				b.ReportMetric(ups, "updates/s")
 				b.ReportMetric(float64(worst.Milliseconds()), "max-wait-ms")
 			})
 		}
