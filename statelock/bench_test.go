@@ -138,7 +138,7 @@ func BenchmarkContendedUpdate(b *testing.B) {
 // ratios (the target: at least 0.8) and the longest single wait
 // for the lock on each side. b.N is the number of updates per round.
 func BenchmarkContendedRatio(b *testing.B) {
-	for _, procs := range []int{4, 8} {
+	for _, procs := range []int{2, 4, 8} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
 			per := max(1, b.N/procs)
 			const rounds = 5

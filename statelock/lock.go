@@ -15,7 +15,7 @@ import (
 // is held only for a few file operations, so these are much shorter than
 // the waits for a lock holder.
 const (
-	claimRetryMin = 500 * time.Microsecond
+	claimRetryMin = 50 * time.Microsecond
 	claimRetryMax = 10 * time.Millisecond
 )
 
@@ -106,8 +106,8 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		switch {
 		case attempts == 1 && !once:
 			// A new caller looks before it takes the claim: at a holder the
-			// kernel vouches for, or at waiters queued before it, who go
-			// first (queue.go). Taking the claim while the lock is held
+			// kernel vouches for, or at waiters that have waited long enough
+			// to go first (queue.go). Taking the claim while the lock is held
 			// would only write records for nothing, and every such write is
 			// more for the holder's fsync to flush.
 			c, skipped, kept = l.look()
@@ -246,9 +246,10 @@ func heldByKernel() *contention {
 }
 
 // look is a new caller's first look, through one descriptor on F.lock: a
-// holder the kernel vouches for (wait for it), queued waiters (queue behind
-// them: skipped), or neither (nil: attempt). When the caller is to wait,
-// the descriptor is handed back to become its ticket (join).
+// holder the kernel vouches for (wait for it), a waiter queued for longer
+// than bargeWindow (queue behind it: skipped), or neither (nil: attempt,
+// even past younger waiters). When the caller is to wait, the descriptor
+// is handed back to become its ticket (join).
 func (l *locker) look() (c *contention, skipped bool, p probeFd) {
 	p = probeFd{fd: -1}
 	if !ofdSupported {
@@ -262,7 +263,13 @@ func (l *locker) look() (c *contention, skipped bool, p probeFd) {
 	case lockedByHolder:
 		return heldByKernel(), false, p
 	case lockedByWaiter:
-		return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true, p
+		// The kernel named a waiter; a holder may be there as well.
+		if held, _ := ofdHeldFd(uintptr(p.fd)); held {
+			return heldByKernel(), false, p
+		}
+		if queueAheadFd(uintptr(p.fd), ticketNow()-int64(bargeWindow)) {
+			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true, p
+		}
 	}
 	p.close()
 	return nil, false, probeFd{fd: -1}

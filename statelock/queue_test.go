@@ -92,3 +92,106 @@ func TestNewcomerDoesNotTakeClaimWhileHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The two modes of the queue, as a new caller's first look sees them: a
+// waiter queued for less than bargeWindow may be overtaken when the lock is
+// free (normal mode); one queued for longer may not (starvation mode); and
+// a held lock is waited for either way.
+func TestLookNormalAndStarvationModes(t *testing.T) {
+	if !ofdSupported {
+		t.Skip("no waiter queue without OFD locks")
+	}
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := func() (c *contention, skipped bool) {
+		t.Helper()
+		l, err := newLocker(e.state, e.opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.close()
+		c, skipped, p := l.look()
+		p.close()
+		return c, skipped
+	}
+	if c, _ := look(); c == nil || c.reason != ReasonOwnerLive {
+		t.Fatalf("held lock: look said %+v", c)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := look(); c != nil {
+		t.Fatalf("free lock, nobody queued: look said %+v", c)
+	}
+	queue := func(age time.Duration) *os.File {
+		f, err := os.Open(e.lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
+			t.Fatal("queueJoin failed")
+		}
+		return f
+	}
+	young := queue(bargeWindow / 10)
+	if c, skipped := look(); c != nil || skipped {
+		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want an attempt", bargeWindow/10, c, skipped)
+	}
+	old := queue(2 * bargeWindow)
+	if c, skipped := look(); c == nil || !skipped {
+		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want to queue behind it", 2*bargeWindow, c, skipped)
+	}
+	old.Close()
+	young.Close()
+}
+
+// A caller that releases and asks again at once may overtake a waiter,
+// but only for bargeWindow: after that it queues behind the waiter, which
+// gets the lock. The bound checked here is generous (noisy machines); the
+// wait is logged.
+func TestGreedyCallerDoesNotStarveWaiter(t *testing.T) {
+	if !ofdSupported {
+		t.Skip("no waiter queue without OFD locks")
+	}
+	e := newEnv(t)
+	stop := make(chan struct{})
+	greedy := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				greedy <- n
+				return
+			default:
+			}
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+			if err != nil {
+				t.Error(err)
+				greedy <- n
+				return
+			}
+			n++
+			if err := h.Unlock(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	h, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+	waited := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Unlock()
+	close(stop)
+	n := <-greedy
+	t.Logf("waited %v while a greedy caller took the lock %d times", waited, n)
+	if limit := bargeWindow + time.Second; waited > limit {
+		t.Fatalf("waited %v, more than %v", waited, limit)
+	}
+}
