@@ -283,8 +283,8 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 	// or by the caller's capture (checked), and nobody writes into it in
 	// between (every in-place writer of a record holds the claim, and of
 	// the sidecar also its OFD lock). So no fstat is needed for the padding.
-	if err := writeAll(f, data, want.Size); err != nil {
-		if rerr := writeAll(f, old, -1); rerr != nil {
+	if err := writeAll(f, l.path(name), data, want.Size); err != nil {
+		if rerr := writeAll(f, l.path(name), old, -1); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
 		}
 		return exactfs.Identity{}, err
@@ -341,8 +341,9 @@ func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data [
 // rule could ever reclaim. After the truncate the bytes are exactly data.
 //
 // size is the current size of f, as proved by the caller; < 0: unknown,
-// then f is stat'ed.
-func writeAll(f *os.File, data []byte, size int64) error {
+// then f is stat'ed. path names the record, for the hook (f's own name may
+// be the staging name it was created under).
+func writeAll(f *os.File, path string, data []byte, size int64) error {
 	if size < 0 {
 		fi, err := f.Stat()
 		if err != nil {
@@ -353,7 +354,7 @@ func writeAll(f *os.File, data []byte, size int64) error {
 	if _, err := f.WriteAt(padTo(data, size), 0); err != nil {
 		return err
 	}
-	hook.Fire(HookRewriteBeforeTruncate, f.Name())
+	hook.Fire(HookRewriteBeforeTruncate, path)
 	if int64(len(data)) >= size {
 		return nil // the write replaced every byte and set the length
 	}
