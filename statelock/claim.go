@@ -91,11 +91,22 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 // leaves the name (dropClaim). Our OFD lock on the sidecar is held until
 // after that, so a contender never mistakes a claim between those two steps
 // for a crashed one.
+//
+// The sidecar's descriptor, unlocked, is kept for this locker's next claim
+// (the release of the lock it just acquired): see reuseSidecar.
 func (l *locker) releaseClaim(c *heldRecord) error {
 	// The lock is dropped only when this returns, after dropClaim; then
 	// explicitly, just before the close (ofdUnlock), so the next taker's
 	// reuseSidecar does not meet it for the length of the close.
-	defer func() { ofdUnlock(c.f); c.f.Close() }()
+	keep := false
+	defer func() {
+		ofdUnlock(c.f)
+		if keep {
+			l.keptSidecar = c.f
+		} else {
+			c.f.Close()
+		}
+	}()
 	// No re-read first: we made the claim directory moments ago and hold the
 	// OFD lock on the sidecar, and every in-place writer of it needs both.
 	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), true); err != nil {
@@ -104,6 +115,7 @@ func (l *locker) releaseClaim(c *heldRecord) error {
 	if err := l.dropClaim(); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
+	keep = true
 	return nil
 }
 

@@ -30,10 +30,13 @@ type locker struct {
 	sidecar  string
 	spare    string   // the spare claim directory's name, "" for none
 	held     claimDir // the claim directory while we hold it
-	lockPath string   // for messages
-	host     liveness.HostIdentity
-	self     liveness.Evidence
-	judge    liveness.Judge
+	// keptSidecar is the sidecar's descriptor from our last claim, unlocked
+	// (reuseSidecar); nil when none.
+	keptSidecar *os.File
+	lockPath    string // for messages
+	host        liveness.HostIdentity
+	self        liveness.Evidence
+	judge       liveness.Judge
 }
 
 var hostCache sync.Map // config root -> liveness.HostIdentity
@@ -129,7 +132,14 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	return l, nil
 }
 
-func (l *locker) close() { l.closeClaim(); l.dir.Close() }
+func (l *locker) close() {
+	l.closeClaim()
+	if l.keptSidecar != nil {
+		l.keptSidecar.Close()
+		l.keptSidecar = nil
+	}
+	l.dir.Close()
+}
 
 // newOwner is the record this process writes when it takes a lock or a
 // claim: the reference's fields (start_time in the linux-proc-v1 form on

@@ -379,8 +379,47 @@ func padTo(data []byte, size int64) []byte {
 // sidecar's kernel lock is nearly always the previous taker between its
 // rmdir and the close that drops its lock (a few microseconds), so it looks
 // again briefly before calling the claim busy.
+//
+// A locker that gave a claim back keeps the sidecar's descriptor (without
+// its lock) for its next claim, which is nearly always the release of the
+// lock it acquired under the first one; reuseKept tries it before opening
+// the name again.
 func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
+	if f := l.keptSidecar; f != nil {
+		l.keptSidecar = nil
+		if h := l.reuseKept(f, rec); h != nil {
+			return h, true, nil
+		}
+		f.Close()
+	}
 	return l.reuseReleased(l.sidecar, rec, 3)
+}
+
+// reuseKept takes the sidecar through a descriptor kept from this locker's
+// previous claim, with reuseReleased's proof: the OFD lock first, then the
+// bytes and identity read through the descriptor must be a tombstone, and
+// the name must still name that inode (someone may have removed or
+// replaced the sidecar in between; then nil, and the caller goes the way
+// of a new descriptor). Nothing is written before all of that holds.
+func (l *locker) reuseKept(f *os.File, rec *Record) *heldRecord {
+	rec, err := lockOrPlain(f, rec)
+	if err != nil {
+		return nil
+	}
+	old, id, err := readHeld(f)
+	if err == nil && newSnapshot(old, id).released() {
+		var fi fs.FileInfo
+		if fi, err = l.dir.Lstat(l.sidecar); err == nil {
+			if at, ok := fi.Sys().(exactfs.Identity); ok && at.SameInode(id) {
+				data := rec.Encode()
+				if nid, err := l.rewrite(l.sidecar, f, id, old, data, true); err == nil {
+					return &heldRecord{name: l.sidecar, f: f, id: nid, data: data, rec: rec}
+				}
+			}
+		}
+	}
+	ofdUnlock(f)
+	return nil
 }
 
 // reuseReleased takes the released tombstone at name in place with one

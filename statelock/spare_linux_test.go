@@ -2,6 +2,7 @@ package statelock
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -181,5 +182,46 @@ func TestClaimWrittenIntoIsNotRecycled(t *testing.T) {
 	}
 	if _, err := os.Lstat(e.spare()); !os.IsNotExist(err) {
 		t.Fatalf("a spare exists although the only one was the claim: %v", err)
+	}
+}
+
+// The sidecar's descriptor kept between a lock's two claims is used only
+// while the name still names its inode: a sidecar replaced (or removed)
+// during the hold is taken afresh by name, and the old inode, which nobody
+// can see any more, is never written.
+func TestKeptSidecarReplacedDuringHold(t *testing.T) {
+	for _, replace := range []bool{true, false} {
+		e := newEnv(t)
+		lockCycle(t, e)
+		h, err := Lock(context.Background(), e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := os.Open(e.sidecar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := io.ReadAll(old)
+		if replace {
+			tmp := e.sidecar + ".new"
+			if err := os.WriteFile(tmp, before, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, e.sidecar); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Remove(e.sidecar); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatalf("replace=%v: %v", replace, err)
+		}
+		after := make([]byte, 1024)
+		n, _ := old.ReadAt(after, 0)
+		old.Close()
+		if string(after[:n]) != string(before) {
+			t.Fatalf("replace=%v: the sidecar inode the name no longer names was written:\n%s\nwas\n%s", replace, after[:n], before)
+		}
+		assertSteadyState(t, e, true)
 	}
 }
