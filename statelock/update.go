@@ -1,13 +1,13 @@
 package statelock
 
 import (
-	"io"
-	"os"
-
 	"context"
 	"errors"
-	"github.com/exactfs/exactfs"
+	"io"
 	"io/fs"
+	"os"
+
+	"github.com/exactfs/exactfs"
 )
 
 // Update is the read-modify-write helper of SPEC §4.6: lock stateFile; read
