@@ -41,10 +41,13 @@
 // kill never leaves an empty record of ours that no rule may reclaim.
 //
 // Waiters sleep with backoff and wake early on an inotify event of the
-// F.lock inode; they look at the kernel lock before taking the claim, so a
-// crowd of waiters does not starve the holder's release of the claim it
-// needs; and they queue by arrival (queue.go), so a process that releases
-// and asks again does not overtake them.
+// F.lock inode; they, and new callers, look at the kernel lock before
+// taking the claim, so a crowd of waiters does not starve the holder's
+// release of the claim it needs; and they queue by arrival (queue.go) with
+// sync.Mutex's two modes: a process that releases and asks again may
+// overtake waiters for up to bargeWindow (50 ms), after which the queue is
+// served in arrival order, so no waiter waits much longer than that plus
+// one hold per waiter ahead of it.
 //
 // # Durability: which fsyncs the protocol needs
 //
