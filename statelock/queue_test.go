@@ -2,7 +2,10 @@ package statelock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,5 +196,25 @@ func TestGreedyCallerDoesNotStarveWaiter(t *testing.T) {
 	t.Logf("waited %v while a greedy caller took the lock %d times", waited, n)
 	if limit := bargeWindow + time.Second; waited > limit {
 		t.Fatalf("waited %v, more than %v", waited, limit)
+	}
+}
+
+// A caller that only ever saw the holder through the kernel lock (its
+// look and peeks read no record) still names the holder when it times out.
+func TestTimeoutNamesHolderSeenThroughKernelLock(t *testing.T) {
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	_, err = Lock(context.Background(), e.state, e.opts(WithWait(300*time.Millisecond))...)
+	var le *LockError
+	if !errors.As(err, &le) || le.Reason != ReasonAcquireTimeout {
+		t.Fatalf("got %v, want an acquire timeout", err)
+	}
+	want := fmt.Sprintf("held by pid %d on this host", os.Getpid())
+	if !strings.Contains(err.Error(), want) || !strings.Contains(le.Holder, " since ") {
+		t.Fatalf("timeout error %q (holder %q) does not say %q and since when", err, le.Holder, want)
 	}
 }
