@@ -2,8 +2,10 @@ package statelock
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -223,5 +225,50 @@ func TestKeptSidecarReplacedDuringHold(t *testing.T) {
 			t.Fatalf("replace=%v: the sidecar inode the name no longer names was written:\n%s\nwas\n%s", replace, after[:n], before)
 		}
 		assertSteadyState(t, e, true)
+	}
+}
+
+// A process killed right after it renamed the spare onto the claim's name
+// (before its sidecar says who it is), in the acquisition and in the
+// release: the claim it leaves is reclaimed by the next caller once the
+// sidecar tombstone is a second old, without waiting out the budget, and a
+// spare exists again after the next cycle.
+func TestKilledRightAfterTakingSpare(t *testing.T) {
+	for _, in := range []string{"lock", "unlock"} {
+		t.Run(in, func(t *testing.T) {
+			e := newEnv(t)
+			lockCycle(t, e)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := workerCmd(ctx, "killat", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
+				"STATELOCK_KILL_HOOK="+HookClaimTaken, "STATELOCK_KILL_IN="+in)
+			cmd.Stderr = os.Stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("worker was not killed at the hook: %v", err)
+			}
+			if fi, err := os.Lstat(e.claim); err != nil || !fi.IsDir() {
+				t.Fatalf("the killed worker left no claim directory: %v", err)
+			}
+			start := time.Now()
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			if err := h.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the crashed claim was reclaimed after %v", took)
+			if took > 5*time.Second {
+				t.Fatalf("took %v: the crashed claim was not reclaimed promptly", took)
+			}
+			lockCycle(t, e)
+			if fi, err := os.Lstat(e.spare()); err != nil || !fi.IsDir() {
+				t.Fatalf("no spare after two cycles: %v", err)
+			}
+			assertSteadyState(t, e, true)
+		})
 	}
 }

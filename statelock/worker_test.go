@@ -12,10 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/exactfs/exactfs/internal/holdlog"
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // Multi-process tests re-execute this test binary; the environment variable
@@ -50,10 +52,36 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "killat":
+		if err := killAtWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown worker mode")
 		os.Exit(2)
 	}
+}
+
+// killAtWorker SIGKILLs itself the first time the hook point named by
+// STATELOCK_KILL_HOOK fires, in the acquisition (STATELOCK_KILL_IN=lock) or
+// in the release (=unlock) of one lock cycle.
+func killAtWorker() error {
+	state := os.Getenv("STATELOCK_STATE")
+	opts := []Option{WithConfigRoot(os.Getenv("STATELOCK_CONFIG"))}
+	arm := func() {
+		hook.Set(os.Getenv("STATELOCK_KILL_HOOK"), func(string) { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+	}
+	if os.Getenv("STATELOCK_KILL_IN") == "lock" {
+		arm()
+	}
+	h, err := Lock(context.Background(), state, opts...)
+	if err != nil {
+		return err
+	}
+	arm()
+	return h.Unlock()
 }
 
 // counterState is the state file the workers share, in the shape the
