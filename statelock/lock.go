@@ -79,12 +79,11 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		bo, claimBo backoff
 		w           *waker
 		tk          *ticket
-		kept        = probeFd{fd: -1} // look's descriptor, for the ticket
 		attempts    int
 		last        *contention
 	)
 	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
-	defer func() { w.close(); tk.leave(); kept.close() }()
+	defer func() { w.close(); tk.leave() }()
 	fail := func(reason Reason, c *contention, err error) (*Held, error) {
 		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 		if c != nil {
@@ -102,6 +101,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			c       *contention
 			err     error
 			skipped bool // no attempt: others go first
+			behind  bool // waiting for a waiter ahead, not for the holder
 		)
 		switch {
 		case attempts == 1 && !once:
@@ -110,9 +110,10 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			// to go first (queue.go). Taking the claim while the lock is held
 			// would only write records for nothing, and every such write is
 			// more for the holder's fsync to flush.
-			c, skipped, kept = l.look()
+			c, skipped = l.look()
+			behind = skipped
 		case tk != nil && !l.first(tk):
-			c, skipped = last, true
+			c, skipped, behind = last, true, true
 		case last != nil:
 			// Waiting on a holder: look without taking the claim first, so
 			// that waiters do not crowd the claim the holder needs to release.
@@ -160,14 +161,14 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			// once: a release between the failed attempt and the watch would
 			// otherwise cost a full sleep.
 			w = newWaker(l.dir.Name(), l.lockName)
-			tk, kept = l.join(nil, kept), probeFd{fd: -1}
+			tk = l.join(nil)
 			continue
 		}
 		// The sleep only bounds how late a change that produced no event is
 		// noticed; a release wakes us through the watch. So the backoff
 		// keeps growing across wakes: resetting it would make every waiter
 		// poll at 5 ms after each handoff.
-		if _, err := w.wait(ctx, bo.step(remaining)); err != nil {
+		if _, err := w.wait(ctx, bo.step(remaining), !behind); err != nil {
 			return fail(timeoutReason(c), c, err)
 		}
 	}
@@ -245,34 +246,33 @@ func heldByKernel() *contention {
 	return &contention{reason: ReasonOwnerLive, holder: "an exactfs process (its kernel lock on the record is held)"}
 }
 
-// look is a new caller's first look, through one descriptor on F.lock: a
-// holder the kernel vouches for (wait for it), a waiter queued for longer
-// than bargeWindow (queue behind it: skipped), or neither (nil: attempt,
-// even past younger waiters). When the caller is to wait, the descriptor
-// is handed back to become its ticket (join).
-func (l *locker) look() (c *contention, skipped bool, p probeFd) {
-	p = probeFd{fd: -1}
+// look is a new caller's first look at F.lock, through the process's
+// shared read-only descriptor on it (lookProbe: nothing is opened or closed
+// per call, so no waiter is woken): a holder the kernel vouches for (wait
+// for it), a waiter queued for longer than bargeWindow (queue behind it:
+// skipped), or neither (nil: attempt, even past younger waiters).
+func (l *locker) look() (c *contention, skipped bool) {
 	if !ofdSupported {
-		return nil, false, p
+		return nil, false
 	}
-	p = l.openProbeAs(l.lockName, false)
-	if p.fd < 0 {
-		return nil, false, p
+	fd, done := l.lookProbe(l.lockName)
+	if fd < 0 {
+		return nil, false
 	}
-	switch anyLock(uintptr(p.fd)) {
+	defer done()
+	switch anyLock(uintptr(fd)) {
 	case lockedByHolder:
-		return heldByKernel(), false, p
+		return heldByKernel(), false
 	case lockedByWaiter:
 		// The kernel named a waiter; a holder may be there as well.
-		if held, _ := ofdHeldFd(uintptr(p.fd)); held {
-			return heldByKernel(), false, p
+		if held, _ := ofdHeldFd(uintptr(fd)); held {
+			return heldByKernel(), false
 		}
-		if queueAheadFd(uintptr(p.fd), ticketNow()-int64(bargeWindow)) {
-			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true, p
+		if queueAheadFd(uintptr(fd), ticketNow()-int64(bargeWindow)) {
+			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
 		}
 	}
-	p.close()
-	return nil, false, probeFd{fd: -1}
+	return nil, false
 }
 
 // described returns c, or when c names its holder only vaguely (a peek or

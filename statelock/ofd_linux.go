@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,6 +99,13 @@ func queueJoin(fd uintptr, ticket int64) bool {
 	}
 }
 
+// queueLeave drops the read lock queueJoin took through fd.
+func queueLeave(fd uintptr, ticket int64) {
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: queueBase + ticket, Len: 1}
+	for unix.FcntlFlock(fd, unix.F_OFD_SETLK, &lk) == unix.EINTR {
+	}
+}
+
 // Who holds a kernel lock on a record's inode, as anyLock tells.
 const (
 	unlocked = iota
@@ -164,13 +173,7 @@ type probeFd struct {
 	ino uint64
 }
 
-func (l *locker) openProbe(name string) probeFd { return l.openProbeAs(name, true) }
-
-// openProbeAs is openProbe; without proved, the fstat is left out (and ino
-// is 0): the descriptor is only asked about locks, and a lock on whatever
-// replaced the name between the lstat and the open answers nothing wrong
-// that the caller relies on. prove adds the fstat when it is needed (join).
-func (l *locker) openProbeAs(name string, proved bool) probeFd {
+func (l *locker) openProbe(name string) probeFd {
 	dirfd := l.dir.Fd()
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -188,30 +191,107 @@ func (l *locker) openProbeAs(name string, proved bool) probeFd {
 		}
 		break
 	}
-	p := probeFd{fd: fd}
-	if proved && !p.prove() {
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
 		return probeFd{fd: -1}
 	}
-	return p
-}
-
-// prove fstats a probe opened without it: a regular file, with its inode
-// number; otherwise the descriptor is closed and false returned.
-func (p *probeFd) prove() bool {
-	var st unix.Stat_t
-	if unix.Fstat(p.fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(p.fd)
-		p.fd = -1
-		return false
-	}
-	p.ino = st.Ino
-	return true
+	return probeFd{fd: fd, ino: st.Ino}
 }
 
 func (p probeFd) close() {
 	if p.fd >= 0 {
 		unix.Close(p.fd)
 	}
+}
+
+// looks keeps one read-only descriptor per F.lock inode a new caller of
+// this process has looked at (look), shared by concurrent callers and
+// closed after lookIdle unused, so that a caller's look neither opens nor
+// closes one: closing a read-only descriptor of F.lock is the event that
+// wakes the waiters queued behind the first (wait_linux.go), and a busy
+// lock sees a new caller on every update. A descriptor keeps its inode
+// alive, so an inode number that lstat shows under the same device is that
+// very inode. At most lookMax are kept; beyond that a look opens and
+// closes its own. An idle descriptor holds its filesystem busy (umount)
+// for at most lookIdle.
+var looks struct {
+	sync.Mutex
+	m map[[2]uint64]*lookEntry
+}
+
+type lookEntry struct {
+	key   [2]uint64
+	fd    int
+	refs  int
+	used  time.Time
+	timer *time.Timer
+}
+
+const lookMax = 64
+
+var lookIdle = time.Second // a variable for tests
+
+// lookProbe returns a read-only descriptor on the regular file name names
+// now, and done, which the caller calls when it no longer uses it (and
+// never closes it itself). fd is -1 when name is not a regular file.
+func (l *locker) lookProbe(name string) (fd int, done func()) {
+	var st unix.Stat_t
+	if unix.Fstatat(l.dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, nil
+	}
+	key := [2]uint64{uint64(st.Dev), st.Ino}
+	looks.Lock()
+	e := looks.m[key]
+	if e == nil {
+		full := len(looks.m) >= lookMax
+		looks.Unlock()
+		p := l.openProbe(name)
+		if p.fd < 0 || p.ino != st.Ino {
+			p.close()
+			return -1, nil
+		}
+		if full {
+			return p.fd, p.close
+		}
+		looks.Lock()
+		if e = looks.m[key]; e != nil {
+			p.close()
+		} else {
+			if looks.m == nil {
+				looks.m = map[[2]uint64]*lookEntry{}
+			}
+			e = &lookEntry{key: key, fd: p.fd}
+			looks.m[key] = e
+		}
+	}
+	e.refs++
+	looks.Unlock()
+	return e.fd, e.release
+}
+
+func (e *lookEntry) release() {
+	looks.Lock()
+	defer looks.Unlock()
+	e.refs--
+	e.used = time.Now()
+	if e.refs == 0 && e.timer == nil {
+		e.timer = time.AfterFunc(lookIdle, e.expire)
+	}
+}
+
+func (e *lookEntry) expire() {
+	looks.Lock()
+	defer looks.Unlock()
+	e.timer = nil
+	if e.refs > 0 {
+		return
+	}
+	if d := lookIdle - time.Since(e.used); d > 0 {
+		e.timer = time.AfterFunc(d, e.expire)
+		return
+	}
+	delete(looks.m, e.key)
+	unix.Close(e.fd)
 }
 
 // probeLocks runs ask with a probe of name, and closes it. false: name is

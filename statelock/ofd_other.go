@@ -26,6 +26,7 @@ func ofdUnlock(*os.File) {}
 func ofdHeld(*os.File) (held, known bool) { return false, false }
 
 // There is no waiter queue without OFD locks: waiters compete.
+func queueLeave(uintptr, int64)     {}
 func queueJoin(uintptr, int64) bool { return false }
 
 func ofdHeldFd(uintptr) (held, known bool) { return false, false }
@@ -48,7 +49,6 @@ type probeFd struct {
 }
 
 func (l *locker) openProbe(string) probeFd              { return probeFd{fd: -1} }
-func (l *locker) openProbeAs(string, bool) probeFd      { return probeFd{fd: -1} }
-func (p *probeFd) prove() bool                          { return false }
+func (l *locker) lookProbe(string) (int, func())        { return -1, nil }
 func (p probeFd) close()                                {}
 func (l *locker) probeLocks(string, func(uintptr)) bool { return false }

@@ -41,21 +41,17 @@ type ticket struct {
 	behind time.Time // since when another waiter has been ahead of us
 }
 
-// join puts the caller in the queue on F.lock's current inode, through p
-// when it is a descriptor on F.lock that the caller hands over (look's), or
-// a new one.
-func (l *locker) join(t *ticket, p probeFd) *ticket {
+// join puts the caller in the queue on F.lock's current inode, through a
+// read-only descriptor of its own (its close, when the caller leaves the
+// queue, is what wakes the waiters behind it).
+func (l *locker) join(t *ticket) *ticket {
 	if !ofdSupported {
 		return nil
 	}
 	if t == nil {
 		t = &ticket{fd: -1, n: max(1, ticketNow())}
 	}
-	if p.fd < 0 {
-		p = l.openProbe(l.lockName)
-	} else if p.ino == 0 {
-		p.prove()
-	}
+	p := l.openProbe(l.lockName)
 	if p.fd < 0 {
 		return t
 	}
@@ -77,7 +73,7 @@ func (l *locker) first(t *ticket) bool {
 	}
 	if fi, err := l.dir.Lstat(l.lockName); err == nil {
 		if id, ok := fi.Sys().(exactfs.Identity); ok && id.Ino != t.ino {
-			l.join(t, probeFd{fd: -1})
+			l.join(t)
 		}
 	}
 	if t.fd < 0 || !queueAheadFd(uintptr(t.fd), t.n) {
@@ -90,8 +86,15 @@ func (l *locker) first(t *ticket) bool {
 	return time.Since(t.behind) > queueTrust
 }
 
+// leave drops the ticket's read lock and then closes its descriptor. The
+// explicit unlock matters: the close is what wakes the waiters behind
+// (IN_CLOSE_NOWRITE), and the kernel sends that event before it removes the
+// closed file's locks, so a waiter woken by a bare close could still find
+// this ticket ahead of it and go back to sleep with no event left to wake
+// it (see ofdUnlock).
 func (t *ticket) leave() {
 	if t != nil && t.fd >= 0 {
+		queueLeave(uintptr(t.fd), t.n)
 		probeFd{fd: t.fd}.close()
 		t.fd = -1
 	}

@@ -116,9 +116,7 @@ func TestLookNormalAndStarvationModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.close()
-		c, skipped, p := l.look()
-		p.close()
-		return c, skipped
+		return l.look()
 	}
 	if c, _ := look(); c == nil || c.reason != ReasonOwnerLive {
 		t.Fatalf("held lock: look said %+v", c)

@@ -13,13 +13,23 @@ import (
 )
 
 // waker sleeps between attempts but wakes early when the owner record
-// changes. It watches the inode of F.lock itself with inotify: a release
-// ends with the holder closing its written descriptor (IN_CLOSE_WRITE), and
-// a reclaim moves or deletes the inode (IN_MOVE_SELF, IN_DELETE_SELF,
-// IN_ATTRIB for the link count). Watching the inode rather than the
-// directory means the traffic of everything else in the directory (claims,
-// sidecars, the state file's own staging) wakes nobody, and the read-only
-// looks of other waiters do not either. Before each sleep the watch is
+// changes. It watches the inode of F.lock itself with inotify: a reclaim
+// moves or deletes the inode (IN_MOVE_SELF, IN_DELETE_SELF, IN_ATTRIB for
+// the link count), and the two closes that matter to a queued waiter are
+// told apart by where it stands:
+//   - the first waiter in the queue waits for the release, which ends with
+//     the holder closing its written descriptor (IN_CLOSE_WRITE);
+//   - a waiter behind it waits to become first, which happens when a waiter
+//     ahead leaves the queue by closing its read-only ticket
+//     (IN_CLOSE_NOWRITE; ticket.leave drops the ticket's lock first).
+//
+// So a release wakes one waiter, not all of them: on a busy lock the
+// process that releases usually takes the lock again at once (queue.go),
+// and every waiter woken for nothing costs a wake-up of its process. New
+// callers look at F.lock through a shared descriptor (lookProbe) so that
+// they close nothing. Watching the inode rather than the directory means
+// the traffic of everything else in the directory (claims, sidecars, the
+// state file's own staging) wakes nobody. Before each sleep the watch is
 // moved to whatever inode F.lock names now; when there is none, the
 // directory is watched for the name to appear.
 //
@@ -33,11 +43,14 @@ type waker struct {
 	name   []byte
 	fileWd int
 	dirWd  int
+	mask   uint32 // the file watch's mask
 }
 
 const (
-	fileMask = unix.IN_CLOSE_WRITE | unix.IN_MOVE_SELF | unix.IN_DELETE_SELF | unix.IN_ATTRIB | unix.IN_DONT_FOLLOW
-	dirMask  = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+	inodeMask  = unix.IN_MOVE_SELF | unix.IN_DELETE_SELF | unix.IN_ATTRIB | unix.IN_DONT_FOLLOW
+	firstMask  = inodeMask | unix.IN_CLOSE_WRITE
+	behindMask = inodeMask | unix.IN_CLOSE_NOWRITE
+	dirMask    = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
 )
 
 // newWaker prepares a watch of dirPath/name. It returns nil when inotify is
@@ -52,35 +65,50 @@ func newWaker(dirPath, name string) *waker {
 }
 
 // arm points the watch at the inode F.lock names now (IN_DONT_FOLLOW: a
-// symlink there is watched as itself, never followed), or at the directory
-// when the name is free.
-func (w *waker) arm() {
-	wd, err := unix.InotifyAddWatch(w.fd, w.path, fileMask)
+// symlink there is watched as itself, never followed) with mask, or at the
+// directory when the name is free. It reports whether what is watched
+// changed: another inode, or another mask.
+func (w *waker) arm(mask uint32) (changed bool) {
+	wd, err := unix.InotifyAddWatch(w.fd, w.path, mask)
 	if err == nil {
+		changed = wd != w.fileWd || mask != w.mask
 		if w.fileWd >= 0 && w.fileWd != wd {
 			unix.InotifyRmWatch(w.fd, uint32(w.fileWd))
 		}
-		w.fileWd = wd
+		w.fileWd, w.mask = wd, mask
 		if w.dirWd >= 0 {
 			unix.InotifyRmWatch(w.fd, uint32(w.dirWd))
 			w.dirWd = -1
 		}
-		return
+		return changed
 	}
 	if w.dirWd < 0 {
 		if wd, err := unix.InotifyAddWatch(w.fd, w.dir, dirMask); err == nil {
 			w.dirWd = wd
+			return true
 		}
 	}
+	return false
 }
 
 // wait sleeps for at most d, returning early (true) when F.lock changed,
-// or with ctx's error when ctx is done.
-func (w *waker) wait(ctx context.Context, d time.Duration) (bool, error) {
+// or with ctx's error when ctx is done. first says which close wakes this
+// waiter (see waker). When the watch has just moved to another inode or
+// mask it returns at once: what happened before the new watch existed made
+// no event for it, so the caller looks again.
+func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, error) {
 	if w == nil {
 		return false, sleepCtx(ctx, d)
 	}
-	w.arm()
+	mask := uint32(behindMask)
+	if first {
+		mask = firstMask
+	}
+	if w.arm(mask) {
+		// A new watch saw nothing of what happened before it: look again
+		// before sleeping.
+		return true, nil
+	}
 	deadline := time.Now().Add(d)
 	if err := w.f.SetReadDeadline(deadline); err != nil {
 		return false, sleepCtx(ctx, d)

@@ -12,7 +12,7 @@ type waker struct{}
 
 func newWaker(dirPath, name string) *waker { return nil }
 
-func (w *waker) wait(ctx context.Context, d time.Duration) (bool, error) {
+func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, error) {
 	return false, sleepCtx(ctx, d)
 }
 

@@ -52,6 +52,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "holdts":
+		if err := holdTimesWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "killat":
 		if err := killAtWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
@@ -194,6 +200,23 @@ func holdWorker() error {
 	os.Stdout.WriteString("H\n")
 	time.Sleep(time.Duration(envInt("STATELOCK_HOLD_MS", 600000)) * time.Millisecond)
 	return h.Unlock()
+}
+
+// holdTimesWorker is holdWorker printing when it acquired and when it had
+// released, on the host's monotonic clock: "H <ns>", "R <ns>".
+func holdTimesWorker() error {
+	h, err := Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")),
+		WithWait(20*time.Second))
+	if err != nil {
+		return err
+	}
+	fmt.Println("H", ticketNow())
+	time.Sleep(time.Duration(envInt("STATELOCK_HOLD_MS", 0)) * time.Millisecond)
+	if err := h.Unlock(); err != nil {
+		return err
+	}
+	fmt.Println("R", ticketNow())
+	return nil
 }
 
 // workerCmd returns a re-execution of this test binary in worker mode.
