@@ -14,9 +14,6 @@ import (
 // New callers of one process look at F.lock through one shared descriptor,
 // which is closed once it has been idle for lookIdle.
 func TestLookDescriptorSharedAndClosedWhenIdle(t *testing.T) {
-	if !ofdSupported {
-		t.Skip("no kernel locks to look at")
-	}
 	defer func(d time.Duration) { lookIdle = d }(lookIdle)
 	lookIdle = 50 * time.Millisecond
 	e := newEnv(t)
