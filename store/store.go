@@ -189,6 +189,21 @@ func (s *Store) parentDir(op, parent string) (*exactfs.Dir, func(), error) {
 	return d, func() { d.Close() }, nil
 }
 
+// dirOf checks rel (a file below the root, never the root itself) and
+// opens its parent with parentDir: the directory, rel's last component,
+// and the function that closes the directory.
+func (s *Store) dirOf(op, rel string) (d *exactfs.Dir, base string, done func(), err error) {
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	d, done, err = s.parentDir(op, parent)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return d, base, done, nil
+}
+
 // AcquireFence takes the lease locks/.gjc-<name>.lock inside the store as
 // its mutation fence. From then on every mutation asserts the lease before
 // and after it commits, and fails with ErrLeaseLost (publishing nothing,
@@ -270,11 +285,7 @@ func (s *Store) after(op, rel string) error {
 // published file is verified owner-only.
 func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "publish"
-	parent, base, err := cleanRel(op, rel, false)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	d, done, err := s.parentDir(op, parent)
+	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -388,11 +399,7 @@ func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
 // commits, as in Publish.
 func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	const op = "replace"
-	parent, base, err := cleanRel(op, rel, false)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	d, done, err := s.parentDir(op, parent)
+	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -445,11 +452,7 @@ func SameFile(want, have exactfs.Identity) bool { return want.SameContent(have) 
 // keeps the predecessor's mode, which must be owner-only (0600).
 func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) (exactfs.Identity, error) {
 	const op = "replace-expected"
-	parent, base, err := cleanRel(op, rel, false)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	d, done, err := s.parentDir(op, parent)
+	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -551,11 +554,7 @@ func (s *Store) Mkdir(rel string) error {
 }
 
 func (s *Store) mkdir(op, rel string) (exactfs.Identity, error) {
-	parent, base, err := cleanRel(op, rel, false)
-	if err != nil {
-		return exactfs.Identity{}, err
-	}
-	d, done, err := s.parentDir(op, parent)
+	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
