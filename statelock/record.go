@@ -47,38 +47,37 @@ func (r *Record) Kernel() bool {
 // would produce for the same object, so a TypeScript peer that rewrites a
 // record and one of ours are indistinguishable on disk.
 func (r *Record) Encode() []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"pid":`)
-	b.WriteString(strconv.FormatInt(r.Pid, 10))
-	b.WriteString(`,"start_time":`)
-	writeJSString(&b, r.StartTime)
-	b.WriteString(`,"token":`)
-	writeJSString(&b, r.Token)
+	b := make([]byte, 0, 320) // a record with every field fits
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendInt(b, r.Pid, 10)
+	b = append(b, `,"start_time":`...)
+	b = appendJSString(b, r.StartTime)
+	b = append(b, `,"token":`...)
+	b = appendJSString(b, r.Token)
 	if r.HostID != "" {
-		b.WriteString(`,"owner_host_id":`)
-		writeJSString(&b, r.HostID)
+		b = append(b, `,"owner_host_id":`...)
+		b = appendJSString(b, r.HostID)
 	}
 	if r.StartTimeFormat != "" {
-		b.WriteString(`,"start_time_format":`)
-		writeJSString(&b, r.StartTimeFormat)
+		b = append(b, `,"start_time_format":`...)
+		b = appendJSString(b, r.StartTimeFormat)
 	}
 	if r.PidfdIno != 0 {
-		b.WriteString(`,"pidfd_ino":`)
-		b.WriteString(strconv.FormatUint(r.PidfdIno, 10))
+		b = append(b, `,"pidfd_ino":`...)
+		b = strconv.AppendUint(b, r.PidfdIno, 10)
 	}
 	if r.PidNS != 0 {
-		b.WriteString(`,"pid_ns":`)
-		b.WriteString(strconv.FormatUint(r.PidNS, 10))
+		b = append(b, `,"pid_ns":`...)
+		b = strconv.AppendUint(b, r.PidNS, 10)
 	}
 	if r.BootID != "" {
-		b.WriteString(`,"boot_id":`)
-		writeJSString(&b, r.BootID)
+		b = append(b, `,"boot_id":`...)
+		b = appendJSString(b, r.BootID)
 	}
 	if r.Released {
-		b.WriteString(`,"released":true`)
+		b = append(b, `,"released":true`...)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
 }
 
 // tombstone is the released record of SPEC §4.1: pid 1 (alive in every pid
@@ -88,52 +87,57 @@ func tombstone(token, hostID string) *Record {
 	return &Record{Pid: 1, StartTime: "unknown", Token: token, HostID: hostID, Released: true}
 }
 
-// writeJSString writes s as JSON.stringify does: only '"', '\\' and control
-// characters are escaped; '<', '>', '&' and U+2028/2029 are left alone
-// (encoding/json would escape them, and the bytes would then differ from a
-// TypeScript peer's for the same record).
-func writeJSString(b *bytes.Buffer, s string) {
+// appendJSString appends s as JSON.stringify writes it: only '"', '\\' and
+// control characters are escaped; '<', '>', '&' and U+2028/2029 are left
+// alone (encoding/json would escape them, and the bytes would then differ
+// from a TypeScript peer's for the same record). Invalid UTF-8 becomes
+// U+FFFD, as a JavaScript string would hold it.
+func appendJSString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	b.WriteByte('"')
+	b = append(b, '"')
+	start := 0 // s[start:i] is pending, needing no escape
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b.WriteString(`\ufffd`)
-			} else {
-				b.WriteString(s[i : i+size])
+			if r, size := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || size != 1 {
+				i += size
+				continue
 			}
-			i += size
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
 			continue
 		}
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
 		switch c {
 		case '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		case '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case '\b':
-			b.WriteString(`\b`)
+			b = append(b, `\b`...)
 		case '\f':
-			b.WriteString(`\f`)
+			b = append(b, `\f`...)
 		case '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		default:
-			if c < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
-			} else {
-				b.WriteByte(c)
-			}
+			b = append(b, `\u00`...)
+			b = append(b, hex[c>>4], hex[c&0xf])
 		}
 		i++
+		start = i
 	}
-	b.WriteByte('"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // errMalformed marks bytes that are not a valid owner record. Such a record

@@ -3,9 +3,12 @@ package statelock
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 type vectorFile struct {
@@ -148,6 +151,52 @@ func TestEncodeMatchesJSONStringify(t *testing.T) {
 	if err != nil || back.StartTime != r.StartTime {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
+}
+
+// appendJSString copies runs that need no escape in one append; it must
+// write exactly what the obvious rune-by-rune escaper below writes.
+func FuzzAppendJSStringMatchesSimple(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c\n\x01<>&\u2028é", "\xff\xfe", "x\xc3", "\ufffd", "tab\tend\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(appendJSString(nil, s)), simpleJSString(s); got != want {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}
+
+func simpleJSString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`) // an invalid byte, as the escape
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 func FuzzParseRecord(f *testing.F) {
