@@ -87,35 +87,30 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 }
 
 // releaseClaim gives the claim back: the sidecar becomes a tombstone (in
-// place, only if it is still exactly what we wrote), then the directory
-// leaves the name (dropClaim). Our OFD lock on the sidecar is held until
-// after that, so a contender never mistakes a claim between those two steps
-// for a crashed one.
-//
-// The sidecar's descriptor, unlocked, is kept for this locker's next claim
-// (the release of the lock it just acquired): see reuseSidecar.
+// place: we wrote it and hold its OFD lock and the claim, so it is still
+// exactly what we wrote), then the directory leaves the name (dropClaim).
+// Our OFD lock on the sidecar is held until after that, so a contender
+// never mistakes a claim between those two steps for a crashed one. The
+// sidecar's descriptor is then parked for the next claim (park.go).
 func (l *locker) releaseClaim(c *heldRecord) error {
-	// The lock is dropped only when this returns, after dropClaim; then
-	// explicitly, just before the close (ofdUnlock), so the next taker's
-	// reuseSidecar does not meet it for the length of the close.
-	keep := false
+	ok := false
 	defer func() {
+		// Unlocked explicitly, so that the next taker's reuseReleased does
+		// not meet our lock for the length of a close.
 		ofdUnlock(c.f)
-		if keep {
-			l.keptSidecar = c.f
+		if ok {
+			park([2]uint64{c.id.Dev, c.id.Ino}, c.f, parkIdle)
 		} else {
 			c.f.Close()
 		}
 	}()
-	// No re-read first: we made the claim directory moments ago and hold the
-	// OFD lock on the sidecar, and every in-place writer of it needs both.
-	if _, err := l.rewrite(l.sidecar, c.f, c.id, c.data, l.tombstone().Encode(), true); err != nil {
+	if err := overwrite(c.f, l.path(l.sidecar), int64(len(c.data)), c.data, l.tombstone().Encode()); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
 	if err := l.dropClaim(); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
-	keep = true
+	ok = true
 	return nil
 }
 

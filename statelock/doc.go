@@ -49,6 +49,15 @@
 // served in arrival order, so no waiter waits much longer than that plus
 // one hold per waiter ahead of it.
 //
+// A release parks its descriptors of F.lock and of the sidecar instead of
+// closing them, and the next lock or claim of this process writes through
+// them (park.go): no open or close per cycle, and a process that releases
+// and locks again wakes no waiter (the first waiter is woken by the close
+// of the holder's written descriptor). Parked descriptors hold no lock and
+// are closed after a second unused; F.lock's is closed at once when a
+// waiter has waited longer than bargeWindow, and after 0.5 ms when waiters
+// younger than that are queued.
+//
 // # Durability: which fsyncs the protocol needs
 //
 // The state file is durable: Update replaces it with a staged file that is

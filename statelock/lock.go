@@ -318,11 +318,19 @@ func (h *Held) Unlock() error {
 
 // release takes the claim (waiting for it as long as the wait budget, at
 // least DefaultWait: giving up on a release is worse than waiting) and
-// rewrites the record. The record's descriptor is closed after the claim
-// is given back, so waiters woken by that close find the claim free.
-func (l *locker) release(r *heldRecord) (int, error) {
+// rewrites the record. The record's descriptor is closed or parked
+// (parkRecord) after the claim is given back, so waiters woken by its close
+// find the claim free.
+func (l *locker) release(r *heldRecord) (attempts int, err error) {
 	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
-	defer func() { ofdUnlock(r.f); r.f.Close() }()
+	defer func() {
+		ofdUnlock(r.f)
+		if err == nil {
+			parkRecord(r.f, r.id)
+		} else {
+			r.f.Close()
+		}
+	}()
 	budget := max(l.cfg.wait, DefaultWait)
 	start := time.Now()
 	var bo backoff
@@ -360,12 +368,15 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 		}
 	}
 	hook.Fire(HookAfterOwnerValidation, l.lockPath)
-	// The proof above showed the pathname names our inode with our
-	// bytes; reading them again through our descriptor would prove nothing new.
-	if _, err := l.rewrite(l.lockName, r.f, r.id, r.data, l.tombstone().Encode(), true); err != nil {
+	// The proof above showed the pathname names our inode with exactly our
+	// bytes; reading them again through our descriptor would prove nothing
+	// new, and the identity of the tombstone is of no use to anyone (so no
+	// fstat after the write). The name must still name our inode after it:
+	// if someone replaced our record in between, the release fails loudly.
+	if err := overwrite(r.f, l.path(l.lockName), int64(len(r.data)), r.data, l.tombstone().Encode()); err != nil {
 		return err
 	}
-	return nil
+	return l.stillNames(l.lockName, r.id)
 }
 
 // With runs fn while holding the lock of stateFile. If fn fails and the

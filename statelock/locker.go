@@ -30,13 +30,10 @@ type locker struct {
 	sidecar  string
 	spare    string   // the spare claim directory's name, "" for none
 	held     claimDir // the claim directory while we hold it
-	// keptSidecar is the sidecar's descriptor from our last claim, unlocked
-	// (reuseSidecar); nil when none.
-	keptSidecar *os.File
-	lockPath    string // for messages
-	host        liveness.HostIdentity
-	self        liveness.Evidence
-	judge       liveness.Judge
+	lockPath string   // for messages
+	host     liveness.HostIdentity
+	self     liveness.Evidence
+	judge    liveness.Judge
 }
 
 var hostCache sync.Map // config root -> liveness.HostIdentity
@@ -134,10 +131,6 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 
 func (l *locker) close() {
 	l.closeClaim()
-	if l.keptSidecar != nil {
-		l.keptSidecar.Close()
-		l.keptSidecar = nil
-	}
 	l.dir.Close()
 }
 

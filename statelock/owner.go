@@ -78,7 +78,7 @@ func (l *locker) capture(name string) (*snapshot, error) {
 type heldRecord struct {
 	name string
 	f    *os.File
-	id   exactfs.Identity
+	id   exactfs.Identity // for a sidecar taken by reuseReleased, only Dev and Ino
 	data []byte
 	rec  *Record
 }
@@ -282,11 +282,8 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 	// want.Size is the size of the inode now: proved through f just above,
 	// or by the caller's capture (checked), and nobody writes into it in
 	// between (every in-place writer of a record holds the claim, and of
-	// the sidecar also its OFD lock). So no fstat is needed for the padding.
-	if err := writeAll(f, l.path(name), data, want.Size); err != nil {
-		if rerr := writeAll(f, l.path(name), old, -1); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
-		}
+	// the sidecar also its OFD lock).
+	if err := overwrite(f, l.path(name), want.Size, old, data); err != nil {
 		return exactfs.Identity{}, err
 	}
 	// The inode f is open on holds exactly data: every in-place writer of a
@@ -299,14 +296,37 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 	if err != nil {
 		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 	}
-	fi, err := l.dir.Lstat(name)
-	if err != nil {
-		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
-	}
-	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
-		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+	if err := l.stillNames(name, id); err != nil {
+		return exactfs.Identity{}, err
 	}
 	return id, nil
+}
+
+// stillNames checks, after an in-place write, that name still names the
+// inode of id (an lstat).
+func (l *locker) stillNames(name string, id exactfs.Identity) error {
+	fi, err := l.dir.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+		return fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+	}
+	return nil
+}
+
+// overwrite makes data the content of f, whose current size is size (< 0:
+// unknown), putting old back if the write fails half way. It is rewrite
+// without rewrite's proofs, for the sidecar of a claim we hold (see
+// reuseReleased): nobody else writes, renames or removes it meanwhile.
+func overwrite(f *os.File, path string, size int64, old, data []byte) error {
+	if err := writeAll(f, path, data, size); err != nil {
+		if rerr := writeAll(f, path, old, -1); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
+		}
+		return err
+	}
+	return nil
 }
 
 // provenAt proves that name names the inode f is open on (want's) and that
@@ -377,56 +397,18 @@ func padTo(data []byte, size int64) []byte {
 // reuseSidecar is the fast path of taking the claim's sidecar, which is
 // nearly always a released tombstone: see reuseReleased. A conflict on the
 // sidecar's kernel lock is nearly always the previous taker between its
-// rmdir and the close that drops its lock (a few microseconds), so it looks
+// rmdir and the moment it drops its lock (a few microseconds), so it looks
 // again briefly before calling the claim busy.
-//
-// A locker that gave a claim back keeps the sidecar's descriptor (without
-// its lock) for its next claim, which is nearly always the release of the
-// lock it acquired under the first one; reuseKept tries it before opening
-// the name again.
 func (l *locker) reuseSidecar(rec *Record) (h *heldRecord, ok bool, err error) {
-	if f := l.keptSidecar; f != nil {
-		l.keptSidecar = nil
-		if h := l.reuseKept(f, rec); h != nil {
-			return h, true, nil
-		}
-		f.Close()
-	}
 	return l.reuseReleased(l.sidecar, rec, 3)
 }
 
-// reuseKept takes the sidecar through a descriptor kept from this locker's
-// previous claim, with reuseReleased's proof: the OFD lock first, then the
-// bytes and identity read through the descriptor must be a tombstone, and
-// the name must still name that inode (someone may have removed or
-// replaced the sidecar in between; then nil, and the caller goes the way
-// of a new descriptor). Nothing is written before all of that holds.
-func (l *locker) reuseKept(f *os.File, rec *Record) *heldRecord {
-	rec, err := lockOrPlain(f, rec)
-	if err != nil {
-		return nil
-	}
-	old, id, err := readHeld(f)
-	if err == nil && newSnapshot(old, id).released() {
-		var fi fs.FileInfo
-		if fi, err = l.dir.Lstat(l.sidecar); err == nil {
-			if at, ok := fi.Sys().(exactfs.Identity); ok && at.SameInode(id) {
-				data := rec.Encode()
-				if nid, err := l.rewrite(l.sidecar, f, id, old, data, true); err == nil {
-					return &heldRecord{name: l.sidecar, f: f, id: nid, data: data, rec: rec}
-				}
-			}
-		}
-	}
-	ofdUnlock(f)
-	return nil
-}
-
 // reuseReleased takes the released tombstone at name in place with one
-// descriptor: open it read-write (no-follow, type proved regular by fstat),
-// take the OFD lock (a conflict is a live exactfs holder), capture through
-// that descriptor and, if it is a tombstone, rewrite it in place. ok is
-// false when name holds anything else, or anything fails before a byte is
+// descriptor: a parked one on the inode name names (park.go), else name
+// opened read-write (no-follow, type proved regular by fstat); take the OFD
+// lock (a conflict is a live exactfs holder), capture through that
+// descriptor and, if it is a tombstone, rewrite it in place. ok is false
+// when name holds anything else, or anything fails before a byte is
 // written; nothing was changed then, and the caller goes through
 // takeRecord's full path, which judges what is there.
 //
@@ -437,13 +419,25 @@ func (l *locker) reuseKept(f *os.File, rec *Record) *heldRecord {
 // Only a tombstone is ever written; any other record is never judged here,
 // so the kernel lock we held on it for a moment (which made peeking exactfs
 // waiters see a live holder, the safe side) is dropped by the close.
+//
+// The sidecar is written without rewrite's proofs after the write (an
+// fstat for the new identity, an lstat that the name still names the
+// inode): we hold the claim directory, made moments ago, and the sidecar's
+// OFD lock, and the name was bound to the inode just before (the open, or
+// takeParked's lstat). Every taker of a claim needs the directory, and a
+// reclaimer acts only on a claim at least claimMinAge old whose sidecar
+// nobody holds a lock on; so no peer writes, renames or removes the sidecar
+// while we hold the claim, and nothing is ever proved against the sidecar's
+// identity (the record's id keeps only the inode, which releaseClaim parks).
 func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRecord, ok bool, err error) {
-	f, err := l.dir.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		if unsafeType(err) && name == l.sidecar {
-			return nil, false, &unsafeError{err}
+	f := l.takeParked(name)
+	if f == nil {
+		if f, err = l.dir.OpenFile(name, os.O_RDWR, 0); err != nil {
+			if unsafeType(err) && name == l.sidecar {
+				return nil, false, &unsafeError{err}
+			}
+			return nil, false, nil
 		}
-		return nil, false, nil
 	}
 	for try := 0; ; try++ {
 		rec2, lerr := lockOrPlain(f, rec)
@@ -459,20 +453,27 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 	}
 	old, id, err := readHeld(f)
 	if err != nil {
+		ofdUnlock(f)
 		f.Close()
 		return nil, false, nil
 	}
 	if s := newSnapshot(old, id); !s.released() {
+		ofdUnlock(f)
 		f.Close()
 		return nil, false, nil
 	}
 	data := rec.Encode()
+	if name == l.sidecar {
+		if err := overwrite(f, l.path(name), id.Size, old, data); err != nil {
+			ofdUnlock(f)
+			f.Close()
+			return nil, false, nil
+		}
+		return &heldRecord{name: name, f: f, id: exactfs.Identity{Dev: id.Dev, Ino: id.Ino}, data: data, rec: rec}, true, nil
+	}
 	nid, err := l.rewrite(name, f, id, old, data, true)
 	if err != nil {
 		f.Close()
-		if name == l.sidecar {
-			return nil, false, nil
-		}
 		// Bytes were written: report it as reuseTombstone would, so that
 		// takeRecord decides exactly as on its full path.
 		return nil, true, err

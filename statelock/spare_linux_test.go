@@ -187,11 +187,11 @@ func TestClaimWrittenIntoIsNotRecycled(t *testing.T) {
 	}
 }
 
-// The sidecar's descriptor kept between a lock's two claims is used only
-// while the name still names its inode: a sidecar replaced (or removed)
-// during the hold is taken afresh by name, and the old inode, which nobody
-// can see any more, is never written.
-func TestKeptSidecarReplacedDuringHold(t *testing.T) {
+// The sidecar's descriptor parked between a lock's two claims (park.go) is
+// used only while the name still names its inode: a sidecar replaced (or
+// removed) during the hold is taken afresh by name, and the old inode,
+// which nobody can see any more, is never written.
+func TestParkedSidecarReplacedDuringHold(t *testing.T) {
 	for _, replace := range []bool{true, false} {
 		e := newEnv(t)
 		lockCycle(t, e)

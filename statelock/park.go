@@ -1,0 +1,137 @@
+package statelock
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"github.com/exactfs/exactfs"
+)
+
+// A released record's descriptor is parked rather than closed, so that the
+// next lock or claim of the same record in this process takes it without
+// opening the name again (an open and a close are five system calls of a
+// lock cycle's eighty), and, for F.lock, so that a release that this
+// process follows with its next Lock wakes nobody.
+//
+// Closing F.lock's written descriptor is what wakes the first waiter
+// (IN_CLOSE_WRITE, wait_linux.go). When the process that releases takes
+// the lock again at once, as a process that updates in a loop does, that
+// waiter is woken only to find the lock taken again, and while it looks it
+// takes the transition claim from under the process that is re-acquiring.
+// So Unlock decides (parkRecord):
+//   - a waiter has waited longer than bargeWindow: close now, its turn;
+//   - waiters younger than that: park for handoffDelay; if this process
+//     has not taken it back by then, the close wakes the first waiter a
+//     moment later than it would have;
+//   - no waiter: park for parkIdle.
+//
+// A parked descriptor holds no lock; it keeps its inode alive, so the pair
+// (device, inode) that lstat shows for the name is that very inode, and it
+// is taken only after such an lstat (takeParked). Its filesystem stays busy
+// for an unmount for at most parkIdle after the last release.
+var parked struct {
+	sync.Mutex
+	m map[[2]uint64][]*parkedFile
+	n int
+}
+
+type parkedFile struct {
+	key   [2]uint64
+	f     *os.File
+	timer *time.Timer
+}
+
+const parkMax = 64
+
+// Variables for tests.
+var (
+	parkIdle     = time.Second
+	handoffDelay = 500 * time.Microsecond
+)
+
+// park keeps f, open on the inode key, for idle; then it is closed.
+func park(key [2]uint64, f *os.File, idle time.Duration) {
+	parked.Lock()
+	if parked.n >= parkMax || idle <= 0 {
+		parked.Unlock()
+		f.Close()
+		return
+	}
+	if parked.m == nil {
+		parked.m = map[[2]uint64][]*parkedFile{}
+	}
+	p := &parkedFile{key: key, f: f}
+	parked.m[key] = append(parked.m[key], p)
+	parked.n++
+	p.timer = time.AfterFunc(idle, p.expire)
+	parked.Unlock()
+}
+
+// unpark removes p from the pool; false when it was taken already.
+func (p *parkedFile) unpark() bool {
+	list := parked.m[p.key]
+	for i, q := range list {
+		if q == p {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			if list = list[:len(list)-1]; len(list) == 0 {
+				delete(parked.m, p.key)
+			} else {
+				parked.m[p.key] = list
+			}
+			parked.n--
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parkedFile) expire() {
+	parked.Lock()
+	ok := p.unpark()
+	parked.Unlock()
+	if ok {
+		p.f.Close()
+	}
+}
+
+// takeParked returns a parked descriptor on the inode name names now, or
+// nil. The caller owns it: it proves what the inode holds before writing,
+// and closes or parks it again.
+func (l *locker) takeParked(name string) *os.File {
+	fi, err := l.dir.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	id, ok := fi.Sys().(exactfs.Identity)
+	if !ok {
+		return nil
+	}
+	parked.Lock()
+	defer parked.Unlock()
+	list := parked.m[[2]uint64{id.Dev, id.Ino}]
+	if len(list) == 0 {
+		return nil
+	}
+	p := list[len(list)-1]
+	p.unpark()
+	p.timer.Stop()
+	return p.f
+}
+
+// parkRecord parks the descriptor of a record we have just released (its
+// OFD lock dropped), for as long as the queue on it allows (see above).
+func parkRecord(f *os.File, id exactfs.Identity) {
+	idle := parkIdle
+	switch anyLock(f.Fd()) {
+	case lockedByWaiter:
+		idle = handoffDelay
+		if queueAheadFd(f.Fd(), ticketNow()-int64(bargeWindow)) {
+			idle = 0
+		}
+	case lockedByHolder:
+		// Someone took the lock already; its release wakes the waiters.
+	}
+	park([2]uint64{id.Dev, id.Ino}, f, idle)
+}

@@ -1,0 +1,175 @@
+package statelock
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// parkedOn returns the descriptors parked for the inode path names now.
+func parkedOn(t *testing.T, path string) []*os.File {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	parked.Lock()
+	defer parked.Unlock()
+	var fs []*os.File
+	for _, p := range parked.m[[2]uint64{st.Dev, st.Ino}] {
+		fs = append(fs, p.f)
+	}
+	return fs
+}
+
+// A release parks the descriptors of F.lock and of the sidecar, and the
+// next Lock of this process writes its records through them: nothing is
+// opened again.
+func TestReleaseParksRecordsForNextLock(t *testing.T) {
+	e := newEnv(t)
+	lockCycle(t, e)
+	lockFd, sideFd := parkedOn(t, e.lock), parkedOn(t, e.sidecar)
+	if len(lockFd) != 1 || len(sideFd) != 1 {
+		t.Fatalf("parked after a release: %d on F.lock, %d on the sidecar; want 1 and 1", len(lockFd), len(sideFd))
+	}
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.rec.f != lockFd[0] {
+		t.Fatal("the lock was taken through a new descriptor, not the parked one")
+	}
+	if n := len(parkedOn(t, e.lock)) + len(parkedOn(t, e.sidecar)); n != 1 {
+		t.Fatalf("while held: %d descriptors parked, want 1 (the sidecar's, back from the claim)", n)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	assertSteadyState(t, e, true)
+}
+
+// Parked descriptors are closed once idle for parkIdle.
+func TestParkedClosedWhenIdle(t *testing.T) {
+	defer func(d time.Duration) { parkIdle = d }(parkIdle)
+	parkIdle = 30 * time.Millisecond
+	e := newEnv(t)
+	lockCycle(t, e)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(parkedOn(t, e.lock))+len(parkedOn(t, e.sidecar)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("parked descriptors still open long after they went idle")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A parked descriptor is used only while the name still names its inode:
+// F.lock replaced between two locks (by a copy of the same tombstone) is
+// taken by the name; the parked inode is never written again.
+func TestParkedRecordNotUsedAfterReplace(t *testing.T) {
+	e := newEnv(t)
+	lockCycle(t, e)
+	old, err := os.Open(e.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	before := mustRead(t, e.lock)
+	tmp := e.lock + ".new"
+	if err := os.WriteFile(tmp, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, e.lock); err != nil {
+		t.Fatal(err)
+	}
+	lockCycle(t, e)
+	after := make([]byte, 1024)
+	n, _ := old.ReadAt(after, 0)
+	if string(after[:n]) != string(before) {
+		t.Fatalf("the parked inode, which F.lock no longer names, was written:\n%s\nwas\n%s", after[:n], before)
+	}
+	assertSteadyState(t, e, true)
+}
+
+// How a release treats the first waiter, whose wake is the close of the
+// releaser's written descriptor of F.lock (IN_CLOSE_WRITE): a waiter queued
+// for longer than bargeWindow is woken by the release itself; a younger one
+// only after handoffDelay, unless this process locks again first (then it
+// is not woken at all: the lock is taken again); with no waiter, nothing is
+// closed.
+func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
+	defer func(d time.Duration) { handoffDelay = d }(handoffDelay)
+	handoffDelay = 150 * time.Millisecond
+	e := newEnv(t)
+	lockCycle(t, e)
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skip("no inotify:", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, e.lock, unix.IN_CLOSE_WRITE); err != nil {
+		t.Fatal(err)
+	}
+	closed := func() bool {
+		var buf [4096]byte
+		n, _ := unix.Read(in, buf[:])
+		return n > 0
+	}
+	queue := func(age time.Duration) *os.File {
+		f, err := os.Open(e.lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
+			t.Fatal("queueJoin failed")
+		}
+		return f
+	}
+	cycle := func() {
+		t.Helper()
+		closed() // drain
+		lockCycle(t, e)
+	}
+
+	cycle()
+	if closed() || len(parkedOn(t, e.lock)) != 1 {
+		t.Fatal("no waiter: the release closed F.lock, or parked nothing")
+	}
+
+	old := queue(2 * bargeWindow)
+	cycle()
+	if !closed() || len(parkedOn(t, e.lock)) != 0 {
+		t.Fatal("a waiter older than bargeWindow was not woken by the release")
+	}
+	old.Close()
+
+	young := queue(bargeWindow / 10)
+	defer young.Close()
+	cycle()
+	if closed() || len(parkedOn(t, e.lock)) != 1 {
+		t.Fatal("a young waiter: the release closed F.lock at once, or parked nothing")
+	}
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * handoffDelay)
+	if closed() {
+		t.Fatal("the releaser took the lock back, and still the waiter was woken")
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !closed() {
+		if time.Now().After(deadline) {
+			t.Fatal("the releaser never came back, and the young waiter was never woken")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
