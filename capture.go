@@ -122,7 +122,10 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, I
 		if err != nil {
 			return nil, Identity{}, wrap(op, path, err)
 		}
-		if n == 0 {
+		// A short read that ends where the first fstat put the end is the
+		// end: the second fstat proves the size (and version) unchanged, so
+		// the read that would return 0 is not needed.
+		if n == 0 || (n < len(buf) && off == before.Size) {
 			break
 		}
 	}
