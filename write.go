@@ -61,11 +61,13 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		return nil, wrap(op, path, err)
 	}
 	// The file is created 0600 and only then given its mode through the
-	// descriptor: the umask cannot narrow it, and no one can open a
-	// wider-mode file before the bytes are complete.
-	if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
-		s.discard()
-		return nil, wrap(op, path, err)
+	// descriptor (unless it has it already): the umask cannot narrow it, and
+	// no one can open a wider-mode file before the bytes are complete.
+	if s.st.Mode.Perm() != perm.Perm() {
+		if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
+			s.discard()
+			return nil, wrap(op, path, err)
+		}
 	}
 	if err := sys.Write(fd, data); err != nil {
 		s.discard()
