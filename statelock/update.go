@@ -3,9 +3,7 @@ package statelock
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
-	"os"
 
 	"github.com/exactfs/exactfs"
 )
@@ -46,16 +44,13 @@ func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 
 // readState reads the state file through a no-follow descriptor whose type
 // is proved regular (a symlink or FIFO planted at F is refused, never read
-// through). Absent means nil. No identity is needed: the lock, not a
-// compare-and-swap, is what makes the read-modify-write safe.
+// through): exactfs Capture, so a read that overlaps a write by someone who
+// ignores the lock fails (changed_during_read) instead of returning a torn
+// file. Absent means nil.
 func readState(d *exactfs.Dir, name string) ([]byte, error) {
-	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	data, _, err := d.Capture(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
+	return data, err
 }
