@@ -317,8 +317,10 @@ func (l *locker) stillNames(name string, id exactfs.Identity) error {
 
 // overwrite makes data the content of f, whose current size is size (< 0:
 // unknown), putting old back if the write fails half way. It is rewrite
-// without rewrite's proofs, for the sidecar of a claim we hold (see
-// reuseReleased): nobody else writes, renames or removes it meanwhile.
+// without rewrite's proofs, for callers that make the proofs they need
+// themselves: the sidecar of a claim we hold, which nobody else writes,
+// renames or removes meanwhile (reuseReleased, releaseClaim), and the
+// release of F.lock (releaseRecord).
 func overwrite(f *os.File, path string, size int64, old, data []byte) error {
 	if err := writeAll(f, path, data, size); err != nil {
 		if rerr := writeAll(f, path, old, -1); rerr != nil {

@@ -10,9 +10,9 @@ import (
 
 // A released record's descriptor is parked rather than closed, so that the
 // next lock or claim of the same record in this process takes it without
-// opening the name again (an open and a close are five system calls of a
-// lock cycle's eighty), and, for F.lock, so that a release that this
-// process follows with its next Lock wakes nobody.
+// opening the name again (an open and a close of an *os.File are five
+// system calls; a whole lock cycle is about sixty), and, for F.lock, so
+// that a release that this process follows with its next Lock wakes nobody.
 //
 // Closing F.lock's written descriptor is what wakes the first waiter
 // (IN_CLOSE_WRITE, wait_linux.go). When the process that releases takes
