@@ -120,16 +120,6 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 		n, _ := unix.Read(in, buf[:])
 		return n > 0
 	}
-	queue := func(age time.Duration) *os.File {
-		f, err := os.Open(e.lock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
-			t.Fatal("queueJoin failed")
-		}
-		return f
-	}
 	cycle := func() {
 		t.Helper()
 		closed() // drain
@@ -141,14 +131,14 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 		t.Fatal("no waiter: the release closed F.lock, or parked nothing")
 	}
 
-	old := queue(2 * bargeWindow)
+	old := plantTicket(t, e, 2*bargeWindow)
 	cycle()
 	if !closed() || len(parkedOn(t, e.lock)) != 0 {
 		t.Fatal("a waiter older than bargeWindow was not woken by the release")
 	}
 	old.Close()
 
-	young := queue(bargeWindow / 10)
+	young := plantTicket(t, e, bargeWindow/10)
 	defer young.Close()
 	cycle()
 	if closed() || len(parkedOn(t, e.lock)) != 1 {

@@ -127,26 +127,30 @@ func TestLookNormalAndStarvationModes(t *testing.T) {
 	if c, _ := look(); c != nil {
 		t.Fatalf("free lock, nobody queued: look said %+v", c)
 	}
-	queue := func(age time.Duration) *os.File {
-		f, err := os.Open(e.lock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
-			t.Fatal("queueJoin failed")
-		}
-		return f
-	}
-	young := queue(bargeWindow / 10)
+	young := plantTicket(t, e, bargeWindow/10)
 	if c, skipped := look(); c != nil || skipped {
 		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want an attempt", bargeWindow/10, c, skipped)
 	}
-	old := queue(2 * bargeWindow)
+	old := plantTicket(t, e, 2*bargeWindow)
 	if c, skipped := look(); c == nil || !skipped {
 		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want to queue behind it", 2*bargeWindow, c, skipped)
 	}
 	old.Close()
 	young.Close()
+}
+
+// plantTicket queues a waiter that arrived age ago on F.lock, through a
+// descriptor of its own; closing it leaves the queue.
+func plantTicket(t *testing.T, e *testEnv, age time.Duration) *os.File {
+	t.Helper()
+	f, err := os.Open(e.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
+		t.Fatal("queueJoin failed")
+	}
+	return f
 }
 
 // A caller that releases and asks again at once may overtake a waiter,
