@@ -104,7 +104,9 @@ func TestParkedRecordNotUsedAfterReplace(t *testing.T) {
 // closed.
 func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 	defer func(d time.Duration) { handoffDelay = d }(handoffDelay)
-	handoffDelay = 150 * time.Millisecond
+	// Long enough that a stalled test machine does not see the delayed
+	// close before it looks for an immediate one.
+	handoffDelay = 500 * time.Millisecond
 	e := newEnv(t)
 	lockCycle(t, e)
 	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
@@ -148,7 +150,7 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * handoffDelay)
+	time.Sleep(handoffDelay + 100*time.Millisecond)
 	if closed() {
 		t.Fatal("the releaser took the lock back, and still the waiter was woken")
 	}
