@@ -128,15 +128,7 @@ func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err = lockOrPlain(f, rec)
-	data := rec.Encode()
-	if err == nil {
-		hook.Fire(HookOwnerRecordWrite, l.path(name))
-		err = fault(HookOwnerRecordWrite, l.path(name))
-	}
-	if err == nil {
-		_, err = f.WriteAt(data, 0)
-	}
+	rec, data, err := l.writeFresh(f, name, rec)
 	var id exactfs.Identity
 	if err == nil {
 		id, err = writtenIdentity(f, data)
@@ -168,6 +160,24 @@ func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
 	return nil, err
 }
 
+// writeFresh is the step both ways of creating a record share: take the
+// OFD lock on f, a file we have just created (or the record without the
+// kernel fields where there are no OFD locks), then write rec into it, with
+// the hook and fault seams of that write. It returns the record as written.
+func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []byte, error) {
+	rec, err := lockOrPlain(f, rec)
+	if err != nil {
+		return rec, nil, err
+	}
+	data := rec.Encode()
+	hook.Fire(HookOwnerRecordWrite, l.path(name))
+	if err := fault(HookOwnerRecordWrite, l.path(name)); err != nil {
+		return rec, data, err
+	}
+	_, err = f.WriteAt(data, 0)
+	return rec, data, err
+}
+
 // createInPlace is the reference's create: O_EXCL on the name itself, then
 // the write, with the retraction rules of SPEC §4.2 when the write fails.
 func (l *locker) createInPlace(name string, rec *Record) (*heldRecord, error) {
@@ -176,16 +186,9 @@ func (l *locker) createInPlace(name string, rec *Record) (*heldRecord, error) {
 		return nil, err
 	}
 	_, created, err := exactfs.CaptureFile(f)
+	var data []byte
 	if err == nil {
-		rec, err = lockOrPlain(f, rec)
-	}
-	data := rec.Encode()
-	if err == nil {
-		hook.Fire(HookOwnerRecordWrite, l.path(name))
-		err = fault(HookOwnerRecordWrite, l.path(name))
-	}
-	if err == nil {
-		_, err = f.WriteAt(data, 0)
+		rec, data, err = l.writeFresh(f, name, rec)
 	}
 	var id exactfs.Identity
 	if err == nil {
