@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/exactfs/exactfs/internal/sys"
@@ -78,17 +79,40 @@ func (e *codeError) Error() string {
 	return "exactfs: " + describe(e.code) + " (" + string(e.code) + ")"
 }
 
-var sentinels = map[Code]*codeError{}
+var (
+	sentinelMu sync.Mutex
+	sentinels  = map[Code]*codeError{}
+)
 
 func sentinel(c Code) error {
+	sentinelMu.Lock()
+	defer sentinelMu.Unlock()
+	if e, ok := sentinels[c]; ok {
+		return e
+	}
 	e := &codeError{c}
 	sentinels[c] = e
 	return e
 }
 
-// Error is the error of every exactfs operation. It says what was attempted
-// (Op), where (Path), what was found (Code, Detail), and wraps the
-// underlying errno or *fs.PathError when there is one.
+// Sentinel returns the sentinel of code c: the value errors.Is matches
+// against every *Error carrying c. Packages that add codes to the
+// vocabulary (store, statelock) make their Err* values with it, so one
+// error type serves them all. Calls with one code return one value.
+func Sentinel(c Code) error { return sentinel(c) }
+
+// Error is the error of every exactfs operation, and of the packages built
+// on it (store, statelock). It says what was attempted (Op), where (Path),
+// what was found (Code, Detail), and wraps the underlying errno or
+// *fs.PathError when there is one.
+//
+// The Code is the outcome, and the outermost *Error's Code is the only one
+// errors.Is reports: an Error whose cause is another *Error with another
+// code (a lease lost because its file vanished: lease_lost caused by
+// not_found) matches its own sentinel and not the cause's, so a caller
+// testing for ErrNotFound or fs.ErrNotExist is not told "nothing is there"
+// about a lease it lost. The cause stays readable in the message and
+// through errors.As.
 type Error struct {
 	Op     string // the operation, e.g. "unlink", "capture", "publish"
 	Path   string // the path the operation was given
@@ -99,6 +123,15 @@ type Error struct {
 	// could not prove safe to remove (Code is cleanup_pending or
 	// restore_failed). A reaper or a person can act on them.
 	Residue []string
+	// Committed is set on an error returned after the mutation reached the
+	// filesystem (a lease lost or a binding changed during the call): the
+	// change is made, the caller's authority to have made it is not.
+	Committed bool
+	// ACLOperation ("clear" or "query") and ACLAttribute ("access" or
+	// "default") say which step of the owner-only security failed, for
+	// the store's acl_* codes.
+	ACLOperation string
+	ACLAttribute string
 }
 
 func (e *Error) Error() string {
@@ -111,6 +144,12 @@ func (e *Error) Error() string {
 		b.WriteString(e.Detail)
 	} else {
 		b.WriteString(describe(e.Code))
+	}
+	if e.ACLOperation != "" {
+		b.WriteString(" (acl " + e.ACLOperation + " of the " + e.ACLAttribute + " attribute)")
+	}
+	if e.Committed {
+		b.WriteString("; the change was committed")
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -126,26 +165,58 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the underlying cause.
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the underlying cause. When a coded cause sits below (an
+// *Error, possibly under an errno-free wrapper), the cause comes back
+// behind a view that answers errors.Is for everything except outcomes
+// (the code sentinels and fs.ErrNotExist, fs.ErrExist, fs.ErrPermission):
+// e's Code is the outcome, not the cause's. errors.As sees through it.
+func (e *Error) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return cause{e.Err}
+}
 
 // Is reports whether target is the sentinel of e's code. fs.ErrNotExist
 // matches not_found, and fs.ErrExist matches destination_exists, so code
 // written against package os keeps working.
 func (e *Error) Is(target error) bool {
-	if s, ok := target.(*codeError); ok {
-		return s.code == e.Code
-	}
-	switch target {
-	case fs.ErrNotExist:
-		return e.Code == CodeNotFound
-	case fs.ErrExist:
-		return e.Code == CodeDestinationExists
-	case fs.ErrPermission:
-		return e.Code == CodePermissionDenied
+	if c, ok := outcomeOf(target); ok {
+		return c == e.Code
 	}
 	return false
 }
+
+// outcomeOf reports whether target is an outcome sentinel, and its code.
+func outcomeOf(target error) (Code, bool) {
+	if s, ok := target.(*codeError); ok {
+		return s.code, true
+	}
+	switch target {
+	case fs.ErrNotExist:
+		return CodeNotFound, true
+	case fs.ErrExist:
+		return CodeDestinationExists, true
+	case fs.ErrPermission:
+		return CodePermissionDenied, true
+	}
+	return "", false
+}
+
+// cause is an *Error's cause as errors.Is and errors.As see it: every
+// question but "which outcome?" is passed on to the cause itself.
+type cause struct{ err error }
+
+func (c cause) Error() string { return c.err.Error() }
+
+func (c cause) Is(target error) bool {
+	if _, ok := outcomeOf(target); ok {
+		return false
+	}
+	return errors.Is(c.err, target)
+}
+
+func (c cause) As(target any) bool { return errors.As(c.err, target) }
 
 // CodeOf returns the code carried by err, or "" when err is not from exactfs.
 func CodeOf(err error) Code {
@@ -206,8 +277,11 @@ func describe(c Code) string {
 		return "the file changed while it was read; nothing read can be attributed to it"
 	case CodeUnsupported:
 		return "unsupported on " + runtime.GOOS
+	case CodeIOError, "":
+		return "input/output error"
 	}
-	return "input/output error"
+	// A code another package added (store, statelock): its name, in words.
+	return strings.ReplaceAll(string(c), "_", " ")
 }
 
 // codeForErrno maps an errno from a system call to the outcome code.
