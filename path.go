@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,14 +39,21 @@ func splitPath(op, path string) (abs bool, comps []string, err error) {
 }
 
 // handle is a directory descriptor that may or may not be ours to close.
+// A handle on a Dir's own descriptor (ref set) holds one reference to the
+// Dir, so the descriptor stays open, and its number stays ours, until the
+// handle is closed, however the Dir's Close races it.
 type handle struct {
 	fd    int
 	owned bool
+	ref   *Dir
 }
 
 func (h handle) close() {
-	if h.owned {
+	switch {
+	case h.owned:
 		sys.Close(h.fd)
+	case h.ref != nil:
+		h.ref.decref()
 	}
 }
 
@@ -152,6 +160,7 @@ const hookForceWalk = "exactfs.path.force-walk"
 // either succeeds (openat2 unavailable) or says exactly which component is
 // wrong. Both refuse a symlink in every component.
 func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, error) {
+	var borrowed handle
 	switch {
 	case start != nil && abs:
 		where := "the directory"
@@ -159,8 +168,14 @@ func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, er
 			where = start.path
 		}
 		return handle{}, newErr(op, name, CodeInvalidRequest, "an absolute path is refused here; give a path relative to "+where)
-	case start != nil && len(comps) == 0:
-		return handle{fd: start.fd}, nil
+	case start != nil:
+		if err := start.incref(op, name); err != nil {
+			return handle{}, err
+		}
+		borrowed = handle{fd: start.fd, ref: start}
+		if len(comps) == 0 {
+			return borrowed, nil
+		}
 	}
 	// Relative paths are bound to one opened directory: AT_FDCWD would be
 	// re-read at every step (another goroutine may chdir), and a parent
@@ -176,13 +191,14 @@ func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, er
 	}
 	if !hook.IsSet(hookForceWalk) {
 		if fd, err := sys.OpenDirNoSymlinks(base, rel); err == nil {
+			borrowed.close()
 			return handle{fd: fd, owned: true}, nil
 		}
 	}
 	var h handle
 	switch {
 	case start != nil:
-		h = handle{fd: start.fd}
+		h = borrowed
 	default:
 		root := "."
 		if abs {
@@ -200,11 +216,60 @@ func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, er
 // Dir is an open directory, bound to the inode it was opened on. Its
 // methods take names relative to it, resolved without following symlinks;
 // ".." and absolute names are refused. A Dir must be closed.
+//
+// A Dir is safe for concurrent use, Close included: its descriptor is
+// reference-counted, as os.Root's is. Every method holds a reference while
+// it uses the descriptor, and Close only marks the Dir closed; the
+// descriptor is closed when the last method using it returns. So a method
+// racing Close either runs to its end on the directory it was given or
+// fails with a "closed" error (errors.Is os.ErrClosed); it never acts on
+// a closed descriptor, or on a number the kernel has since given to
+// another file.
 type Dir struct {
 	fd   int
 	path string
 	dev  uint64
 	ino  uint64
+
+	mu     sync.Mutex
+	refs   int  // methods using fd now
+	closed bool // Close was called; fd is closed when refs drops to 0
+}
+
+// incref takes a reference to d's descriptor for one operation, or fails
+// when d is closed.
+func (d *Dir) incref(op, name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return &Error{Op: op, Path: d.join(name), Code: CodeInvalidRequest, Err: os.ErrClosed,
+			Detail: "the directory handle " + d.path + " was closed"}
+	}
+	d.refs++
+	return nil
+}
+
+// decref drops a reference; the last one after Close closes the descriptor.
+func (d *Dir) decref() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refs--
+	if d.refs < 0 {
+		panic("exactfs: Dir reference count below zero")
+	}
+	if d.closed && d.refs == 0 {
+		sys.Close(d.fd)
+		d.fd = -1
+	}
+}
+
+// use runs f on d's descriptor, holding a reference for its duration.
+func (d *Dir) use(op string, f func(fd int) error) error {
+	if err := d.incref(op, ""); err != nil {
+		return err
+	}
+	defer d.decref()
+	return f(d.fd)
 }
 
 // OpenDir opens the directory at path without following a symlink in any
@@ -228,7 +293,9 @@ func openDir(start *Dir, op, name string) (*Dir, error) {
 		return nil, err
 	}
 	if !h.owned {
+		// start itself: a descriptor of our own, a new open of ".".
 		fd, err := sys.OpenDir(h.fd, ".")
+		h.close()
 		if err != nil {
 			return nil, wrap(op, name, err)
 		}
@@ -242,25 +309,42 @@ func openDir(start *Dir, op, name string) (*Dir, error) {
 	return &Dir{fd: h.fd, path: display, dev: st.Dev, ino: st.Ino}, nil
 }
 
-// Close releases the directory descriptor.
+// Close releases the directory: later calls of its methods fail, and the
+// descriptor is closed as soon as no method still uses it (at once, when
+// none does). Calling Close again does nothing.
 func (d *Dir) Close() error {
-	if d.fd < 0 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if d.refs > 0 {
 		return nil
 	}
 	err := sys.Close(d.fd)
 	d.fd = -1
-	return err
+	if err != nil {
+		return wrap("close", d.path, err)
+	}
+	return nil
 }
 
 // Fd returns the directory descriptor d holds, for system calls exactfs
 // does not wrap (an inotify watch, fgetxattr). It stays owned by d: do not
-// close it, and do not use it after d.Close.
+// close it. Fd takes no reference: the number is only good while the
+// caller itself keeps d open (no Close may race its use). File returns a
+// descriptor of the caller's own.
 func (d *Dir) Fd() int { return d.fd }
 
 // File returns a new *os.File on a duplicate of d's descriptor, bound to the
 // same directory inode. The caller closes it; d stays open.
 func (d *Dir) File() (*os.File, error) {
-	fd, err := sys.Dup(d.fd)
+	var fd int
+	err := d.use("dup", func(dfd int) (err error) {
+		fd, err = sys.Dup(dfd)
+		return err
+	})
 	if err != nil {
 		return nil, wrap("dup", d.path, err)
 	}
@@ -273,7 +357,10 @@ func (d *Dir) Name() string { return d.path }
 // Sync flushes the directory itself, which makes the creation, rename or
 // removal of its entries durable.
 func (d *Dir) Sync() error {
-	if err := sys.Fsync(d.fd); err != nil {
+	if err := d.use("fsync", sys.Fsync); err != nil {
+		if CodeOf(err) != "" {
+			return err
+		}
 		return &Error{Op: "fsync", Path: d.path, Code: CodeDurabilityFailed, Err: err}
 	}
 	return nil
@@ -281,7 +368,11 @@ func (d *Dir) Sync() error {
 
 // Stat returns the identity of the directory d is bound to, as it is now.
 func (d *Dir) Stat() (Identity, error) {
-	st, err := sys.Fstat(d.fd)
+	var st sys.Stat
+	err := d.use("stat", func(fd int) (err error) {
+		st, err = sys.Fstat(fd)
+		return err
+	})
 	if err != nil {
 		return Identity{}, wrap("stat", d.path, err)
 	}
@@ -386,7 +477,11 @@ func rmdir(d *Dir, name string) error {
 
 // ReadDirNames lists the names in the directory d, unsorted.
 func (d *Dir) ReadDirNames() ([]string, error) {
-	names, err := sys.ReadDirNames(d.fd)
+	var names []string
+	err := d.use("readdir", func(fd int) (err error) {
+		names, err = sys.ReadDirNames(fd)
+		return err
+	})
 	if err != nil {
 		return nil, wrap("readdir", d.path, err)
 	}

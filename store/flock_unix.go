@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,25 +43,27 @@ func fileInode(f *os.File) (exactfs.Identity, error) {
 // lockDir takes an exclusive flock on a new open of the directory d (a new
 // open file description, so goroutines of one process exclude each other
 // too) and returns the function that releases it. It waits, with backoff,
-// up to dirLockWait. See Store.commitGuard for why.
+// up to dirLockWait. See Store.commitGuard for why. The new open goes
+// through d's methods, never through d.Fd(): d may be the store's root,
+// which a concurrent Close may release.
 func lockDir(d *exactfs.Dir) (unlock func(), err error) {
-	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	own, err := d.OpenDir(".")
 	if err != nil {
-		return nil, newErr("lock", d.Name(), exactfs.CodeIOError, "the directory could not be opened to lock it", err)
+		return nil, newErr("lock", d.Name(), exactfs.CodeOf(err), "the directory could not be opened to lock it", err)
 	}
 	deadline := time.Now().Add(dirLockWait)
 	pause := 100 * time.Microsecond
 	for {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		err := sys.TryFlock(own.Fd())
 		if err == nil {
-			return func() { unix.Close(fd) }, nil
+			return func() { own.Close() }, nil
 		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			unix.Close(fd)
+		if err != sys.ErrWouldBlock {
+			own.Close()
 			return nil, newErr("lock", d.Name(), exactfs.CodeIOError, "the directory could not be locked", err)
 		}
 		if time.Now().After(deadline) {
-			unix.Close(fd)
+			own.Close()
 			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), err)
 		}
 		time.Sleep(pause)

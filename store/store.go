@@ -50,8 +50,9 @@ type Store struct {
 	rootFile *os.File // the same directory, for security calls on its descriptor
 	dev, ino uint64
 
-	mu    sync.Mutex
-	fence *Lease
+	mu     sync.Mutex
+	fence  *Lease
+	closed bool
 }
 
 // Open opens the store at dir and binds it to the directory's device and
@@ -98,9 +99,20 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // Path returns the path the store was opened on.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the fence lease, if any, and closes the store.
+// Close releases the fence lease, if any, and closes the store. It is safe
+// while other goroutines use the store: the store's descriptors are
+// reference-counted (see exactfs.Dir), so an operation in flight either
+// completes on the store's directory or fails as closed (errors.Is
+// os.ErrClosed); a mutation that committed before it noticed says so
+// (Committed). Calls after Close fail as closed. Calling Close again does
+// nothing.
 func (s *Store) Close() error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
 	fence := s.fence
 	s.mu.Unlock()
 	var err error
@@ -169,6 +181,10 @@ func cleanRel(op, rel string, allowRoot bool) (parent, base string, err error) {
 func (s *Store) parentDir(op, parent string) (*exactfs.Dir, func(), error) {
 	if parent == "" {
 		if err := VerifyOwnerOnly(s.rootFile); err != nil {
+			if s.isClosed() {
+				// A Close won the race; say so rather than "use of closed file".
+				return nil, nil, newErr(op, s.path, exactfs.CodeInvalidRequest, "the store is closed", os.ErrClosed)
+			}
 			return nil, nil, err
 		}
 		return s.root, func() {}, nil
@@ -215,6 +231,9 @@ func (s *Store) AcquireFence(ctx context.Context, name string, opts ...LeaseOpti
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, newErr("fence", s.path, exactfs.CodeInvalidRequest, "the store is closed", os.ErrClosed)
+	}
 	if s.fence != nil {
 		return nil, newErr("fence", s.path, exactfs.CodeInvalidRequest, "the store already has a mutation fence", nil)
 	}
@@ -244,6 +263,12 @@ func (s *Store) AcquireFence(ctx context.Context, name string, opts ...LeaseOpti
 	}
 	s.fence = l
 	return l, nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *Store) fenceLease() *Lease {
