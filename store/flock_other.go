@@ -8,10 +8,6 @@ import (
 	"github.com/exactfs/exactfs"
 )
 
-func tryLockExclusive(f *os.File) error {
-	return newErr("reclaim", f.Name(), exactfs.CodeUnsupported, "unsupported on this platform", nil)
-}
-
 func fileInode(f *os.File) (exactfs.Identity, error) {
 	return exactfs.Identity{}, newErr("stat", f.Name(), exactfs.CodeUnsupported, "unsupported on this platform", nil)
 }

@@ -51,6 +51,7 @@ type leaseConfig struct {
 	createDir                    bool
 	emptyAge                     time.Duration
 	probe                        liveness.Prober // nil: the running system
+	noAttestation                bool            // tests: write records without the kernel lock
 }
 
 func defaultLeaseConfig() leaseConfig {
@@ -142,8 +143,12 @@ func validLeaseName(name string) error {
 // to the wait budget, or until ctx is done). A held record is taken over
 // only when it is released, or when its lease has expired AND its owner is
 // provably gone (another boot, or no such process); expiry alone never
-// steals from a live process. The takeover is an exact unlink of the very
-// bytes that were judged.
+// steals from a live process. A record an exactfs holder wrote in this
+// boot also carries the kernel's attestation (an OFD lock it holds on the
+// record while it holds the lease, Linux): a holder that died, SIGKILL
+// included, is proved gone by the lock's absence and its lease is taken
+// over at once, without waiting for the expiry. The takeover is an exact
+// unlink of the very bytes that were judged (liveness.Reclaim).
 //
 // The returned Lease renews itself from a heartbeat goroutine until
 // Release. Its Fence is strictly greater than the fence of every earlier
@@ -208,31 +213,36 @@ func acquireIn(ctx context.Context, d *exactfs.Dir, name string, cfg leaseConfig
 				Detail: fmt.Sprintf("gave up after %d attempts in %v; %s", attempts, time.Since(start).Round(time.Millisecond), holder)}
 		}
 		retryNow := false
-		data, id, err := d.Capture(lockName)
-		switch {
-		case err == nil:
-			rec, perr := ParseLeaseRecord(data)
+		residue := false
+		j, err := liveness.Reclaim(d, lockName, retireName, func(c liveness.Captured) liveness.Judgement {
+			rec, perr := ParseLeaseRecord(c.Data)
 			if perr != nil {
-				if id.Size == 0 && id.Nlink == 1 && time.Since(time.Unix(0, id.MtimeNs)) >= cfg.emptyAge {
+				if c.ID.Size == 0 && c.ID.Nlink == 1 && time.Since(time.Unix(0, c.ID.MtimeNs)) >= cfg.emptyAge {
+					residue = true
 					holder = "an old, empty lock file (crash residue) was found"
-					retryNow = reclaim(d, lockName, id) == nil
-				} else {
-					holder = "the lock file holds a malformed record, which is never reclaimed automatically: " + perr.Error()
+					return liveness.Judgement{Verdict: liveness.Dead, Reason: holder}
 				}
-				break
+				holder = "the lock file holds a malformed record, which is never reclaimed automatically: " + perr.Error()
+				return liveness.Judgement{Verdict: liveness.Unknown, Reason: holder}
 			}
 			seenFence = max(seenFence, rec.Fence)
-			ok, why := reclaimable(&judge, rec, time.Now())
-			holder = describeHolder(rec, why)
-			if ok {
-				err := reclaim(d, lockName, id)
-				if err == nil {
-					retryNow = true
-				} else if errors.Is(err, exactfs.ErrAtomicUnavailable) {
-					return nil, &Error{Op: "acquire", Path: path, Code: exactfs.CodeAtomicUnavailable, Err: err,
-						Detail: "the stale record cannot be removed exactly on this filesystem; it needs explicit recovery"}
-				}
+			v := judgeLease(&judge, rec, c.File, time.Now())
+			holder = describeHolder(rec, v.Reason)
+			return v
+		})
+		switch {
+		case j.Verdict == liveness.Dead:
+			// Judged dead: err is the removal's. A removal that failed
+			// (a successor took the name, another reclaimer is at it) is
+			// looked at again after the pause.
+			if err == nil {
+				retryNow = true
+			} else if errors.Is(err, exactfs.ErrAtomicUnavailable) && !residue {
+				return nil, &Error{Op: "acquire", Path: path, Code: exactfs.CodeAtomicUnavailable, Err: err,
+					Detail: "the stale record cannot be removed exactly on this filesystem; it needs explicit recovery"}
 			}
+		case err == nil:
+			// Kept: a live or unprovable holder.
 		case errors.Is(err, exactfs.ErrNotFound):
 			l, cerr := create(d, lockName, path, seenFence, cfg)
 			if cerr == nil {
@@ -271,21 +281,49 @@ func acquireIn(ctx context.Context, d *exactfs.Dir, name string, cfg leaseConfig
 	}
 }
 
-// reclaimable applies the rules of SPEC §5.3 to a held record.
-func reclaimable(j *liveness.Judge, rec LeaseRecord, now time.Time) (bool, string) {
+// judgeLease applies the rules of SPEC §5.3 to a held record, and the
+// kernel attestation of §4.7 to one that claims it. f is the descriptor
+// the record's bytes were read through.
+//
+// A record released, or one whose lease expired and whose owner is
+// provably gone (another boot, no such process), is Dead; expiry alone
+// never steals from a live process. A record an exactfs holder wrote in
+// this boot with its kernel lock (KernelLock) is judged by the kernel at
+// once, expired or not: no lock on the inode means the holder's descriptor
+// is gone, so a SIGKILLed holder's lease is reclaimed without waiting for
+// its expiry; a lock means it is there. Records without the attestation
+// (TypeScript peers, earlier exactfs versions, filesystems without OFD
+// locks) keep the expiry-and-pid rule.
+func judgeLease(j *liveness.Judge, rec LeaseRecord, f *os.File, now time.Time) liveness.Judgement {
 	if rec.Released {
-		return true, "released"
+		return liveness.Judgement{Verdict: liveness.Dead, Reason: "released"}
 	}
 	left := time.Duration(rec.LeaseExpiresAt-now.UnixMilli()) * time.Millisecond
+	when := "lease expires in " + left.Round(time.Millisecond).String()
+	if left <= 0 {
+		when = "lease expired " + (-left).Round(time.Millisecond).String() + " ago"
+	}
+	if rec.KernelLock && rec.BootID != "" && rec.BootID == bootID() {
+		if k, ok := liveness.Attested(f); ok {
+			switch {
+			case k.Verdict == liveness.Dead:
+				k.Reason = when + " and the owner is gone: " + k.Reason
+			case left <= 0:
+				k.Reason = when + " but the owner is not provably gone: " + k.String()
+			default:
+				k.Reason = when + " (" + k.Reason + ")"
+			}
+			return k
+		}
+	}
 	if left > 0 {
-		return false, "lease expires in " + left.Round(time.Millisecond).String()
+		return liveness.Judgement{Verdict: liveness.Alive, Reason: when}
 	}
 	v := j.Judge(liveness.Owner{Pid: rec.Pid, BootID: rec.BootID})
-	ago := (-left).Round(time.Millisecond).String()
 	if v.Verdict == liveness.Dead {
-		return true, "lease expired " + ago + " ago and the owner is gone: " + v.Reason
+		return liveness.Judgement{Verdict: liveness.Dead, Reason: when + " and the owner is gone: " + v.Reason}
 	}
-	return false, "lease expired " + ago + " ago but the owner is not provably gone: " + v.String()
+	return liveness.Judgement{Verdict: v.Verdict, Reason: when + " but the owner is not provably gone: " + v.String()}
 }
 
 func describeHolder(rec LeaseRecord, why string) string {
@@ -300,29 +338,6 @@ func describeHolder(rec LeaseRecord, why string) string {
 // the one the reference uses.
 func retireName() string {
 	return fmt.Sprintf(".gjc-lock-retire-%d-%s", os.Getpid(), exactfs.NewUUID())
-}
-
-// reclaim removes exactly the record that was judged. A successor that took
-// the name in the meantime is left alone (identity_mismatch). The record is
-// flocked for the duration, so reclaimers in other Go processes wait their
-// turn instead of racing the same exact unlink (see tryLockExclusive).
-func reclaim(d *exactfs.Dir, lockName string, judged exactfs.Identity) error {
-	f, err := d.OpenFile(lockName, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	id, err := fileInode(f)
-	if err != nil {
-		return err
-	}
-	if !id.SameInode(judged) {
-		return newErr("reclaim", f.Name(), exactfs.CodeIdentityMismatch, "the record was replaced after it was judged", nil)
-	}
-	if err := tryLockExclusive(f); err != nil {
-		return err
-	}
-	return d.UnlinkExact(lockName, judged, retireName())
 }
 
 // create makes the lock file exclusively and writes our record. It returns
@@ -345,6 +360,10 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	if err != nil {
 		return fail(err)
 	}
+	// The attestation is taken before the first byte of the record that
+	// claims it, and lasts as long as f: a contender in this boot that
+	// finds no lock on the inode knows we are gone.
+	kernelLock := !cfg.noAttestation && liveness.HoldAttestation(f)
 	// A provisional token from what this attempt has seen; the fence
 	// counter below settles it. The record is valid from the first write,
 	// so a contender never waits on a half-made lock longer than needed.
@@ -356,7 +375,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	l.rec = LeaseRecord{
 		AttemptID: exactfs.NewUUID(), Pid: os.Getpid(), BootID: bootID(), ProcessStartID: processStartID(),
 		CreatedAt: now, HeartbeatAt: now, LeaseExpiresAt: now + cfg.lease.Milliseconds(),
-		Fence: max(prov, seenFence) + 1,
+		Fence: max(prov, seenFence) + 1, KernelLock: kernelLock,
 	}
 	if err := l.writeLocked(); err != nil {
 		return fail(err)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -220,10 +221,11 @@ func TestLeaseRenamedAwayAndCopiedBack(t *testing.T) {
 
 func TestLeaseReleaseAfterSuccessorLeavesIt(t *testing.T) {
 	dir := locksDir(t)
-	a := acquire(t, dir, "job", LeaseDuration(200*time.Millisecond), HeartbeatInterval(0))
+	a := acquire(t, dir, "job", LeaseDuration(200*time.Millisecond), HeartbeatInterval(0), withoutAttestation())
 	time.Sleep(250 * time.Millisecond)
 	// The successor is told that a's owner is gone (a stands for a holder
-	// that froze and was judged dead).
+	// that froze and was judged dead; its record claims no kernel lock,
+	// which in this process would prove it alive).
 	b := acquire(t, dir, "job", WaitBudget(time.Second), withProbe(goneProbe{pid: os.Getpid()}))
 	if b.Fence() <= a.Fence() {
 		t.Fatalf("successor's fence %d, predecessor's %d", b.Fence(), a.Fence())
@@ -296,9 +298,12 @@ func TestLeaseOtherBootReclaimableOnlyAfterExpiry(t *testing.T) {
 	}
 }
 
-func TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry(t *testing.T) {
-	dir := locksDir(t)
-	cmd := helperCommand(t, "hold", "STORE_DIR="+dir, "STORE_NAME=job", "STORE_LEASE_MS=1000", "STORE_HEARTBEAT_MS=100")
+// startHolder runs a child process that acquires the lease name in dir
+// and waits to be killed; it returns once the child holds the lease.
+func startHolder(t *testing.T, dir, name string, lease time.Duration) *exec.Cmd {
+	t.Helper()
+	cmd := helperCommand(t, "hold", "STORE_DIR="+dir, "STORE_NAME="+name,
+		fmt.Sprintf("STORE_LEASE_MS=%d", lease.Milliseconds()), "STORE_HEARTBEAT_MS=100")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -321,12 +326,71 @@ func TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("child did not acquire the lease")
 	}
+	return cmd
+}
+
+// killHolder SIGKILLs the child, reaps it, and returns the record it left.
+func killHolder(t *testing.T, cmd *exec.Cmd, lockPath string) LeaseRecord {
+	t.Helper()
 	time.Sleep(300 * time.Millisecond) // let a heartbeat land
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	r, err := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
+	r, err := ParseLeaseRecord(readFile(t, lockPath))
 	if err != nil || r.Pid != cmd.Process.Pid {
 		t.Fatalf("child's record %+v %v", r, err)
+	}
+	return r
+}
+
+// A holder SIGKILLed mid-lease is proved gone by the kernel: its record
+// claims the kernel lock it held on the record's inode, and the lock went
+// with its descriptors. Its lease is taken over at once, long before it
+// expires (it used to stay busy for the whole lease, 60 s by default),
+// while the same holder alive kept it.
+func TestLeaseHolderSIGKILLedIsReclaimedAtOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("OFD locks are Linux-only; elsewhere the expiry rule applies (TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry)")
+	}
+	dir := locksDir(t)
+	cmd := startHolder(t, dir, "job", time.Minute)
+	lockPath := filepath.Join(dir, "job.lock")
+	if r, err := ParseLeaseRecord(readFile(t, lockPath)); err != nil || !r.KernelLock {
+		t.Fatalf("the holder's record does not claim the kernel lock: %+v %v", r, err)
+	}
+	// Alive, the holder keeps the lease: the kernel says its lock is held.
+	_, err := AcquireLease(context.Background(), dir, "job", WaitBudget(0))
+	if !errors.Is(err, ErrLeaseBusy) || !strings.Contains(err.Error(), "kernel lock on the record is held") {
+		t.Fatalf("acquire while the holder lives: %v", err)
+	}
+	r := killHolder(t, cmd, lockPath)
+	start := time.Now()
+	l := acquire(t, dir, "job", WaitBudget(5*time.Second), PollInterval(10*time.Millisecond))
+	if now := time.Now().UnixMilli(); now >= r.LeaseExpiresAt {
+		t.Fatalf("reclaimed only %d ms after the dead holder's lease expired", now-r.LeaseExpiresAt)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("waited %v for a holder the kernel proved dead", waited)
+	}
+	if l.Fence() <= r.Fence {
+		t.Fatalf("fence %d after the dead holder's %d", l.Fence(), r.Fence)
+	}
+}
+
+// A dead holder whose record does not claim the kernel lock (a TypeScript
+// peer, an earlier exactfs, a filesystem without OFD locks; here the
+// claim is struck from the record after the SIGKILL) keeps the rule of
+// SPEC §5.3: nobody takes its lease before it expires, and its successor
+// takes it after, on the pid's ESRCH. (Before the kernel attestation this
+// test killed an ordinary holder; such a holder is now reclaimed at once,
+// see TestLeaseHolderSIGKILLedIsReclaimedAtOnce.)
+func TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry(t *testing.T) {
+	dir := locksDir(t)
+	cmd := startHolder(t, dir, "job", time.Second)
+	lockPath := filepath.Join(dir, "job.lock")
+	r := killHolder(t, cmd, lockPath)
+	r.KernelLock = false
+	if err := os.WriteFile(lockPath, r.Marshal(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// While the dead child's lease is still valid, nobody takes it.
 	if left := time.Until(time.UnixMilli(r.LeaseExpiresAt)); left > 150*time.Millisecond {

@@ -164,6 +164,11 @@ func withProbe(p liveness.Prober) LeaseOption { return func(c *leaseConfig) { c.
 // withEmptyAge sets the age at which an empty lock file is reclaimed.
 func withEmptyAge(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.emptyAge = d } }
 
+// withoutAttestation makes the lease write records that claim no kernel
+// lock, as a TypeScript peer's: its owner is judged by the pid rules,
+// which a probe can steer.
+func withoutAttestation() LeaseOption { return func(c *leaseConfig) { c.noAttestation = true } }
+
 // goneProbe answers ESRCH for one pid and asks the system otherwise.
 type goneProbe struct {
 	liveness.System

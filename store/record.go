@@ -12,7 +12,8 @@ import (
 // compact JSON followed by one newline, with the keys in the reference's
 // order: attemptId, pid, bootId, processStartId, createdAt, heartbeatAt,
 // leaseExpiresAt, released (only when true), and then the keys exactfs
-// adds, which TypeScript readers ignore: fence.
+// adds, which TypeScript readers ignore: fence, kernelLock (only when
+// true).
 type LeaseRecord struct {
 	AttemptID      string
 	Pid            int
@@ -25,6 +26,11 @@ type LeaseRecord struct {
 	// Fence is the fencing token of this acquisition; 0 when the writer
 	// did not record one (TypeScript peers).
 	Fence uint64
+	// KernelLock says the writer took the kernel attestation
+	// (liveness.HoldAttestation) on the record's inode before writing it
+	// and holds it for as long as it holds the lease: in its boot, no such
+	// lock on the inode proves the holder gone, before the lease expires.
+	KernelLock bool
 }
 
 // Marshal returns the record's bytes on disk.
@@ -51,6 +57,9 @@ func (r LeaseRecord) Marshal() []byte {
 		b = append(b, `,"fence":`...)
 		b = strconv.AppendUint(b, r.Fence, 10)
 	}
+	if r.KernelLock {
+		b = append(b, `,"kernelLock":true`...)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -74,7 +83,8 @@ const maxSafeInteger = 1<<53 - 1
 // writes (with or without the trailing newline) and tolerates unknown keys.
 // It requires attemptId a non-empty string, pid a safe integer > 0, bootId
 // and processStartId strings, the three times integers, released absent or
-// a boolean, and fence absent or a non-negative integer.
+// a boolean, fence absent or a non-negative integer, and kernelLock absent
+// or a boolean.
 func ParseLeaseRecord(b []byte) (LeaseRecord, error) {
 	var r LeaseRecord
 	bad := func(why string) (LeaseRecord, error) {
@@ -159,9 +169,14 @@ func ParseLeaseRecord(b []byte) (LeaseRecord, error) {
 		}
 		*f.dst = v
 	}
-	if raw, ok := m["released"]; ok {
-		if err := json.Unmarshal(raw, &r.Released); err != nil || (raw[0] != 't' && raw[0] != 'f') {
-			return bad("released is not a boolean")
+	for _, f := range []struct {
+		key string
+		dst *bool
+	}{{"released", &r.Released}, {"kernelLock", &r.KernelLock}} {
+		if raw, ok := m[f.key]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil || (raw[0] != 't' && raw[0] != 'f') {
+				return bad(f.key + " is not a boolean")
+			}
 		}
 	}
 	fence, ok, err := num("fence", true)

@@ -46,10 +46,11 @@ func TestLeaseRecordVectorRoundTrip(t *testing.T) {
 	if got := string(r.Marshal()); got != vectorLeaseRecord {
 		t.Fatalf("marshal = %q, want the reference bytes %q", got, vectorLeaseRecord)
 	}
-	// released and fence follow the reference keys, in that order.
-	r.Released, r.Fence = true, 7
+	// released, fence and kernelLock follow the reference keys, in that
+	// order.
+	r.Released, r.Fence, r.KernelLock = true, 7, true
 	got := string(r.Marshal())
-	if want := strings.TrimSuffix(vectorLeaseRecord, "}\n") + `,"released":true,"fence":7}` + "\n"; got != want {
+	if want := strings.TrimSuffix(vectorLeaseRecord, "}\n") + `,"released":true,"fence":7,"kernelLock":true}` + "\n"; got != want {
 		t.Fatalf("marshal = %q, want %q", got, want)
 	}
 	if back, err := ParseLeaseRecord([]byte(got)); err != nil || back != r {
@@ -74,6 +75,7 @@ func TestLeaseRecordRejects(t *testing.T) {
 		`{"attemptId":"a","pid":1,"bootId":"b","processStartId":"p","createdAt":1,"heartbeatAt":1}`,
 		`{"attemptId":"a","pid":1,"bootId":"b","processStartId":"p","createdAt":1e300,"heartbeatAt":1,"leaseExpiresAt":1}`,
 		`{` + base + `,"fence":-1}`, `{` + base + `,"fence":"1"}`,
+		`{` + base + `,"kernelLock":1}`, `{` + base + `,"kernelLock":"true"}`,
 	} {
 		if r, err := ParseLeaseRecord([]byte(bad)); err == nil {
 			t.Errorf("ParseLeaseRecord(%s) = %+v, want an error", bad, r)

@@ -5,3 +5,9 @@ var ErrWouldBlock = ErrUnsupported
 
 // TryFlock fails closed: see the package doc.
 func TryFlock(fd int) error { return ErrUnsupported }
+
+// OFDLock fails closed: see the package doc.
+func OFDLock(fd int, start, length int64) error { return ErrUnsupported }
+
+// OFDHeld cannot answer on Windows; nothing follows.
+func OFDHeld(fd int, start, length int64) (held, known bool) { return false, false }

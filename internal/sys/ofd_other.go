@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package sys
+
+// OFDLock: this platform has no open-file-description locks.
+func OFDLock(fd int, start, length int64) error { return ErrUnsupported }
+
+// OFDHeld: this platform cannot answer; nothing follows.
+func OFDHeld(fd int, start, length int64) (held, known bool) { return false, false }
