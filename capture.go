@@ -9,11 +9,6 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// HookCaptureRead fires in Capture after the first fstat and before the
-// bytes are read: a test rewrites the file there to prove that a change
-// during the read is detected.
-const HookCaptureRead = "exactfs.capture.read"
-
 // Capture reads the regular file at path and proves what it read: the bytes
 // and the identity come from one no-follow, non-blocking descriptor, with
 // the identity taken before and after the read. If the two differ, or the
@@ -100,7 +95,7 @@ func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
 // captureFrom reads the regular file fd, whose fstat before the read is
 // before, and brackets the read with a second fstat.
 func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, Identity, error) {
-	hook.Fire(HookCaptureRead, path)
+	hook.Fire(hook.CaptureRead, path)
 	h := sha256.New()
 	var data []byte
 	if keep && before.Size > 0 && before.Size < 1<<30 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -89,7 +90,7 @@ func TestCaptureChangedDuringRead(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "f")
 			putFile(t, p, old)
 			fired := 0
-			restore := setHook(HookCaptureRead, func(string) { fired++; tc.mutate(t, p) })
+			restore := setHook(hook.CaptureRead, func(string) { fired++; tc.mutate(t, p) })
 			data, id, err := Capture(p)
 			restore()
 			if fired != 1 {
@@ -125,7 +126,7 @@ func TestCaptureIgnoresStatusChanges(t *testing.T) {
 			putFile(t, p, data)
 			before := lstatT(t, p).Ctim.Nano()
 			time.Sleep(2 * time.Millisecond)
-			restore := setHook(HookCaptureRead, func(string) { mutate(t, p) })
+			restore := setHook(hook.CaptureRead, func(string) { mutate(t, p) })
 			got, id, err := Capture(p)
 			restore()
 			if err != nil || !bytes.Equal(got, data) {
@@ -286,7 +287,7 @@ func TestWalkRefusesSymlinkedAncestor(t *testing.T) {
 func walkModes(t *testing.T, f func(t *testing.T)) {
 	t.Run("openat2", f)
 	t.Run("components", func(t *testing.T) {
-		withHook(t, hookForceWalk, func(string) {})
+		withHook(t, hook.ForceWalk, func(string) {})
 		f(t)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 	"golang.org/x/sys/unix"
 )
@@ -46,7 +47,7 @@ func TestCleanupFailureAfterCommit(t *testing.T) {
 
 	cases := map[string]func(t *testing.T, p string) (Identity, error){
 		"Publish link fallback": func(t *testing.T, p string) (Identity, error) {
-			defer setHook(HookForceLinkFallback, func(string) {})()
+			defer setHook(hook.ForceLinkFallback, func(string) {})()
 			return Publish(p, []byte("new"), 0o600)
 		},
 		"ReplaceExpected": func(t *testing.T, p string) (Identity, error) {
@@ -65,7 +66,7 @@ func TestCleanupFailureAfterCommit(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "f")
 			t.Cleanup(func() { setAppendOnly(dir, false) })
-			defer setHook(HookBeforeCleanup, func(string) {
+			defer setHook(hook.BeforeCleanup, func(string) {
 				if err := setAppendOnly(dir, true); err != nil {
 					t.Errorf("append-only: %v", err)
 				}

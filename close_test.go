@@ -60,7 +60,7 @@ func TestDirCloseDuringOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore := hook.Set(HookStaged, hook.Once(func(string) {
+	restore := hook.Set(hook.Staged, hook.Once(func(string) {
 		if err := d.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}

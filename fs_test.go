@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -41,7 +42,7 @@ func TestBindfsWithoutRenameFlags(t *testing.T) {
 	wantFile(t, p, data, id.Ino)
 	// The destination appears while the file is staged: the link refuses.
 	q := filepath.Join(mnt, "raced")
-	withHookUntil(t, HookStaged, func(string) { putFile(t, q, []byte("first")) }, func() {
+	withHookUntil(t, hook.Staged, func(string) { putFile(t, q, []byte("first")) }, func() {
 		_, err := Publish(q, []byte("second"), 0o600)
 		wantCode(t, err, CodeDestinationExists)
 	})
@@ -67,7 +68,7 @@ func TestBindfsWithoutRenameFlags(t *testing.T) {
 	for name, op := range map[string]func() error{
 		"UnlinkExact": func() error { return UnlinkExact(p, pid, "q") },
 		"UnlinkExact no-exchange": func() error {
-			defer setHook(HookForceNoExchange, func(string) {})()
+			defer setHook(hook.ForceNoExchange, func(string) {})()
 			return UnlinkExact(p, pid, "q")
 		},
 		"ReplaceExpected": func() error { _, err := ReplaceExpected(p, []byte("new"), pid); return err },
@@ -193,7 +194,7 @@ func TestPowerCut(t *testing.T) {
 			}},
 		{"Publish link fallback", func(t *testing.T, dir string) {},
 			func(t *testing.T, dir string) {
-				defer setHook(HookForceLinkFallback, func(string) {})()
+				defer setHook(hook.ForceLinkFallback, func(string) {})()
 				if _, err := Publish(filepath.Join(dir, "f"), pdata, 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -214,7 +215,7 @@ func TestPowerCut(t *testing.T) {
 			}},
 		{"PublishStaged link fallback", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, ".f.tmp"), pdata) },
 			func(t *testing.T, dir string) {
-				defer setHook(HookForceLinkFallback, func(string) {})()
+				defer setHook(hook.ForceLinkFallback, func(string) {})()
 				if _, err := PublishStaged(filepath.Join(dir, ".f.tmp"), filepath.Join(dir, "f")); err != nil {
 					t.Fatal(err)
 				}
@@ -244,7 +245,7 @@ func TestPowerCut(t *testing.T) {
 			func(t *testing.T, dir string) { wantListing(t, dir) }},
 		{"UnlinkExact no exchange", func(t *testing.T, dir string) { putFile(t, filepath.Join(dir, "f"), []byte("old")) },
 			func(t *testing.T, dir string) {
-				defer setHook(HookForceNoExchange, func(string) {})()
+				defer setHook(hook.ForceNoExchange, func(string) {})()
 				_, id := mustCapture(t, filepath.Join(dir, "f"))
 				if err := UnlinkExact(filepath.Join(dir, "f"), id, ".gjc-delete-q"); err != nil {
 					t.Fatal(err)

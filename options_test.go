@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // BeforeCommit runs after staging, before the commit; its error calls the
@@ -19,7 +21,7 @@ func TestBeforeCommit(t *testing.T) {
 	ops := map[string]func(p string, want Identity, f func() error) error{
 		"Publish link fallback": func(p string, _ Identity, f func() error) error {
 			os.Remove(p)
-			defer setHook(HookForceLinkFallback, func(string) {})()
+			defer setHook(hook.ForceLinkFallback, func(string) {})()
 			_, err := Publish(p, []byte("new"), 0o600, BeforeCommit(f))
 			return err
 		},

@@ -147,10 +147,6 @@ func resolve(op string, start *Dir, name string) (handle, string, error) {
 	return p, comps[len(comps)-1], nil
 }
 
-// hookForceWalk, when set, skips the one-call openat2 walk, so that tests on
-// Linux also cover the component walk that macOS and old kernels use.
-const hookForceWalk = "exactfs.path.force-walk"
-
 // openPath opens the directory comps names beneath start (or beneath the
 // root or the working directory, when start is nil). With start set and no
 // components it returns start's own descriptor, not owned.
@@ -189,7 +185,7 @@ func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, er
 	case rel == "":
 		rel = "."
 	}
-	if !hook.IsSet(hookForceWalk) {
+	if !hook.IsSet(hook.ForceWalk) {
 		if fd, err := sys.OpenDirNoSymlinks(base, rel); err == nil {
 			borrowed.close()
 			return handle{fd: fd, owned: true}, nil

@@ -8,13 +8,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 func testPublishStaged(t *testing.T, dir string) {
 	for _, mode := range []string{"rename", "link"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "link" {
-				withHook(t, HookForceLinkFallback, func(string) {})
+				withHook(t, hook.ForceLinkFallback, func(string) {})
 			}
 			sub := filepath.Join(dir, mode)
 			must(t, os.Mkdir(sub, 0o700))
@@ -58,7 +60,7 @@ func testPublishStaged(t *testing.T, dir string) {
 				var err error
 				if late {
 					must(t, os.Rename(name, name+".aside"))
-					withHookUntil(t, HookStaged, func(string) { must(t, os.Rename(name+".aside", name)) }, func() {
+					withHookUntil(t, hook.Staged, func(string) { must(t, os.Rename(name+".aside", name)) }, func() {
 						c, err = PublishStaged(staged, name)
 					})
 				} else {

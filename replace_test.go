@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 func testReplaceExpected(t *testing.T, dir string) {
@@ -100,7 +102,7 @@ func testReplaceExpectedSuccessorSurvives(t *testing.T, dir string) {
 	_, id := mustCapture(t, p)
 	succ := []byte("another writer's successor")
 	var ino uint64
-	withHookUntil(t, HookReplaceChecked, func(string) { ino = plant(t, p, succ) }, func() {
+	withHookUntil(t, hook.ReplaceChecked, func(string) { ino = plant(t, p, succ) }, func() {
 		_, err := ReplaceExpected(p, []byte("ours"), id)
 		wantCode(t, err, CodeIdentityMismatch)
 	})
@@ -230,7 +232,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		killSelfAt(HookStaged)
+		killSelfAt(hook.Staged)
 		_, err = ReplaceExpected(args[0], []byte("never"), id)
 		return err
 	}

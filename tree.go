@@ -12,11 +12,6 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// HookTreeDetached fires in RemoveTreeExact after the tree was renamed to
-// <dir>.removing and the parent fsynced, before anything inside is removed:
-// a test kills the process here to prove the removal replays.
-const HookTreeDetached = "exactfs.tree.detached"
-
 // TreeEntry is one object of a directory tree snapshot.
 type TreeEntry struct {
 	// Path is relative to the tree's root, with "/" separators; the root
@@ -238,7 +233,7 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 	if err := syncDir(op, path, p.fd); err != nil {
 		return err
 	}
-	hook.Fire(HookTreeDetached, path)
+	hook.Fire(hook.TreeDetached, path)
 	return removeDetached(op, path, p.fd, base, removing, tree, false)
 }
 

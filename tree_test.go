@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 func init() {
@@ -21,7 +23,7 @@ func init() {
 		if err := json.Unmarshal(b, &tree); err != nil {
 			return err
 		}
-		killSelfAt(HookTreeDetached)
+		killSelfAt(hook.TreeDetached)
 		return RemoveTreeExact(args[0], &tree)
 	}
 }
@@ -164,7 +166,7 @@ func testRemoveTreeExactChanged(t *testing.T, dir string) {
 					check = tc.change(t, root)
 					err = RemoveTreeExact(root, tree)
 				} else {
-					withHookUntil(t, HookTreeDetached, func(string) {
+					withHookUntil(t, hook.TreeDetached, func(string) {
 						check = tc.change(t, root+RemovingSuffix)
 					}, func() { err = RemoveTreeExact(root, tree) })
 				}

@@ -13,23 +13,6 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// Hook points of UnlinkExact.
-const (
-	// HookUnlinkChecked fires after the object at the name was proved to be
-	// the expected one and before it is detached: a successor planted here
-	// must survive.
-	HookUnlinkChecked = "exactfs.unlink.checked"
-	// HookUnlinkDetached fires after the object was detached to the
-	// quarantine name and before it is verified and deleted.
-	HookUnlinkDetached = "exactfs.unlink.detached"
-	// HookUnlinkDeleted fires, on the exchange path, after the detached
-	// object was deleted and before the placeholder is taken off the name.
-	HookUnlinkDeleted = "exactfs.unlink.deleted"
-	// HookForceNoExchange, when set, makes UnlinkExact behave as if the
-	// filesystem had no exchange rename (tests of the no-replace path).
-	HookForceNoExchange = "exactfs.unlink.force-no-exchange"
-)
-
 // UnlinkExact removes the regular file at path only if it is exactly want:
 // the same inode, size, modification time and SHA-256 of its bytes, with a
 // single link (a hard-linked file is refused with hard_link_unsupported,
@@ -86,9 +69,9 @@ func unlinkAt(op, path string, dirfd int, base string, want Identity, quarantine
 	if _, err := sys.Lstat(dirfd, quarantine); err == nil {
 		return &Error{Op: op, Path: path, Code: CodeQuarantineCollision, Detail: "quarantine name " + quarantine + " already exists; nothing was moved"}
 	}
-	hook.Fire(HookUnlinkChecked, path)
+	hook.Fire(hook.UnlinkChecked, path)
 	u := unlinker{op: op, path: path, dirfd: dirfd, base: base, q: quarantine, want: want}
-	if !hook.IsSet(HookForceNoExchange) {
+	if !hook.IsSet(hook.ForceNoExchange) {
 		done, err := u.byExchange()
 		if done {
 			return err
@@ -158,7 +141,7 @@ func (u *unlinker) byExchange() (done bool, err error) {
 		}
 		return true, wrap(u.op, u.path, err)
 	}
-	hook.Fire(HookUnlinkDetached, u.path)
+	hook.Fire(hook.UnlinkDetached, u.path)
 	if err := checkExpected(u.op, u.path, u.dirfd, u.q, u.want); err != nil {
 		// A successor took the name after our check and was detached in
 		// its place: swap it back, then drop our placeholder.
@@ -170,7 +153,7 @@ func (u *unlinker) byExchange() (done bool, err error) {
 	if err := sys.Unlink(u.dirfd, u.q); err != nil {
 		return true, u.err(CodeCleanupPending, "the file was detached but could not be deleted", err, u.q)
 	}
-	hook.Fire(HookUnlinkDeleted, u.path)
+	hook.Fire(hook.UnlinkDeleted, u.path)
 	return true, u.retirePlaceholder(fd, ph)
 }
 
@@ -351,7 +334,7 @@ func (u *unlinker) byNoReplace() error {
 		}
 		return wrap(u.op, u.path, err)
 	}
-	hook.Fire(HookUnlinkDetached, u.path)
+	hook.Fire(hook.UnlinkDetached, u.path)
 	if err := checkExpected(u.op, u.path, u.dirfd, u.q, u.want); err != nil {
 		if rerr := sys.RenameNoReplace(u.dirfd, u.q, u.dirfd, u.base); rerr != nil {
 			return u.err(CodeRestoreFailed, "a successor was detached by mistake and its name was taken again; it is at the quarantine name", rerr, u.q)

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // unlinkModes runs a test with the exchange path and with the no-replace
@@ -25,7 +27,7 @@ func unlinkModes(t *testing.T, dir string, f func(t *testing.T, dir string)) {
 	for _, mode := range []string{"exchange", "noreplace"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "noreplace" {
-				withHook(t, HookForceNoExchange, func(string) {})
+				withHook(t, hook.ForceNoExchange, func(string) {})
 			}
 			sub := filepath.Join(dir, mode)
 			must(t, os.Mkdir(sub, 0o700))
@@ -131,7 +133,7 @@ func testUnlinkExactQuarantineCollision(t *testing.T, dir string) {
 			_, id := mustCapture(t, p)
 			mk := func(string) { putFile(t, q, []byte("someone's quarantine")) }
 			if late {
-				withHookUntil(t, HookUnlinkChecked, mk, func() {
+				withHookUntil(t, hook.UnlinkChecked, mk, func() {
 					wantCode(t, UnlinkExact(p, id, "q"), CodeQuarantineCollision)
 				})
 			} else {
@@ -156,7 +158,7 @@ func testUnlinkExactSuccessorSurvives(t *testing.T, dir string) {
 		_, id := mustCapture(t, p)
 		succ := []byte("the successor's lock")
 		var ino uint64
-		withHookUntil(t, HookUnlinkChecked, func(string) { ino = plant(t, p, succ) }, func() {
+		withHookUntil(t, hook.UnlinkChecked, func(string) { ino = plant(t, p, succ) }, func() {
 			wantCode(t, UnlinkExact(p, id, ".gjc-delete-q"), CodeIdentityMismatch)
 		})
 		wantFile(t, p, succ, ino)
@@ -173,7 +175,7 @@ func testUnlinkExactSuccessorAfterDetach(t *testing.T, dir string) {
 		_, id := mustCapture(t, p)
 		succ := []byte("the successor")
 		var ino uint64
-		withHookUntil(t, HookUnlinkDetached, func(string) { ino = plant(t, p, succ) }, func() {
+		withHookUntil(t, hook.UnlinkDetached, func(string) { ino = plant(t, p, succ) }, func() {
 			if err := UnlinkExact(p, id, ".gjc-delete-q"); err != nil {
 				t.Fatal(err)
 			}
@@ -249,17 +251,17 @@ func testUnlinkExactConcurrentSameFile(t *testing.T, dir string) {
 	withHook(t, hookNoSerialize, func(string) {})
 	r2checked, r1deleted, r2detached, r1returned := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var checks, detaches atomic.Int32
-	withHook(t, HookUnlinkChecked, func(string) {
+	withHook(t, hook.UnlinkChecked, func(string) {
 		if checks.Add(1) == 1 { // the second unlinker, started first
 			close(r2checked)
 			<-r1deleted
 		}
 	})
-	withHook(t, HookUnlinkDeleted, func(string) { // only the first gets here
+	withHook(t, hook.UnlinkDeleted, func(string) { // only the first gets here
 		close(r1deleted)
 		<-r2detached
 	})
-	withHook(t, HookUnlinkDetached, func(string) {
+	withHook(t, hook.UnlinkDetached, func(string) {
 		if detaches.Add(1) == 2 { // the second, holding the first's placeholder
 			close(r2detached)
 			select {
@@ -336,7 +338,7 @@ func testUnlinkExactThreeWay(t *testing.T, dir string) {
 	l1checked, l2checked := make(chan struct{}), make(chan struct{})
 	l1go, l2go, l2exchanged, wrelease := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var checks, detaches atomic.Int32
-	withHook(t, HookUnlinkChecked, func(string) {
+	withHook(t, hook.UnlinkChecked, func(string) {
 		switch checks.Add(1) {
 		case 1:
 			close(l1checked)
@@ -346,11 +348,11 @@ func testUnlinkExactThreeWay(t *testing.T, dir string) {
 			<-l2go
 		}
 	})
-	withHook(t, HookUnlinkDeleted, func(string) { // the winner
+	withHook(t, hook.UnlinkDeleted, func(string) { // the winner
 		close(l1go)
 		<-wrelease
 	})
-	withHook(t, HookUnlinkDetached, func(string) {
+	withHook(t, hook.UnlinkDetached, func(string) {
 		switch detaches.Add(1) {
 		case 2: // the first loser holds the winner's placeholder
 			close(l2go)
@@ -396,8 +398,8 @@ func testUnlinkExactTwoSuccessors(t *testing.T, dir string) {
 	putFile(t, p, []byte("the expected file"))
 	_, id := mustCapture(t, p)
 	var first, second uint64
-	withHook(t, HookUnlinkChecked, func(string) { first = plant(t, p, []byte("first successor")) })
-	withHook(t, HookUnlinkDetached, func(string) { second = plant(t, p, []byte("second successor")) })
+	withHook(t, hook.UnlinkChecked, func(string) { first = plant(t, p, []byte("first successor")) })
+	withHook(t, hook.UnlinkDetached, func(string) { second = plant(t, p, []byte("second successor")) })
 	start := time.Now()
 	err := UnlinkExact(p, id, "q")
 	wantCode(t, err, CodeRestoreFailed)
@@ -421,7 +423,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		killSelfAt(HookUnlinkDetached)
+		killSelfAt(hook.UnlinkDetached)
 		return UnlinkExact(args[0], id, args[1])
 	}
 }

@@ -12,28 +12,6 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// Hook points of the write primitives.
-const (
-	// HookStaged fires when the staged file is written and fsynced, just
-	// before it is renamed, linked or exchanged into place.
-	HookStaged = "exactfs.write.staged"
-	// HookReplaceChecked fires in ReplaceExpected after the destination was
-	// proved to be the expected predecessor and before the exchange.
-	HookReplaceChecked = "exactfs.replace.checked"
-	// HookCommitted fires once the new file is at the name (renamed,
-	// linked or exchanged in, and the predecessor retired), before the
-	// directory fsync: a successor planted here must not turn the commit
-	// into an error.
-	HookCommitted = "exactfs.write.committed"
-	// HookForceLinkFallback, when set, makes Publish behave as if the
-	// filesystem lacked rename flags (tests of the link fallback).
-	HookForceLinkFallback = "exactfs.publish.force-link"
-	// HookBeforeCleanup fires after a write committed and before it removes
-	// what the commit left under a private name (the staging link of the
-	// link fallback, the predecessor ReplaceExpected exchanged out).
-	HookBeforeCleanup = "exactfs.write.before-cleanup"
-)
-
 // staged is a file written and fsynced under a private name, waiting to be
 // put in place.
 type staged struct {
@@ -148,13 +126,13 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if err != nil {
 		return Identity{}, err
 	}
-	hook.Fire(HookStaged, path)
+	hook.Fire(hook.Staged, path)
 	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
 	var linked bool
 	err = sys.RenameNoReplace(p.fd, s.name, p.fd, base)
-	if forced := hook.IsSet(HookForceLinkFallback); forced || flagsUnavailable(err) {
+	if forced := hook.IsSet(hook.ForceLinkFallback); forced || flagsUnavailable(err) {
 		if forced && err == nil {
 			// Undo the rename the test asked us to pretend had failed.
 			if err := sys.RenameNoReplace(p.fd, base, p.fd, s.name); err != nil {
@@ -192,7 +170,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if linked {
 		// The staging name is a second link to the published file; remove
 		// it only while it still names our inode.
-		hook.Fire(HookBeforeCleanup, path)
+		hook.Fire(hook.BeforeCleanup, path)
 		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 			if err := sys.Unlink(p.fd, s.name); err != nil {
 				pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(path),
@@ -224,7 +202,7 @@ func committedWith(id Identity, err, pending error) (Identity, error) {
 // compare-and-swap loop apply its update twice. The caller's next
 // compare-and-swap sees the successor.
 func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Identity, error) {
-	hook.Fire(HookCommitted, path)
+	hook.Fire(hook.Committed, path)
 	st, err := sys.Lstat(dirfd, base)
 	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
 		st = s.st
@@ -269,7 +247,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 	if err != nil {
 		return Identity{}, err
 	}
-	hook.Fire(HookStaged, path)
+	hook.Fire(hook.Staged, path)
 	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
@@ -346,8 +324,8 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	if err != nil {
 		return Identity{}, err
 	}
-	hook.Fire(HookReplaceChecked, path)
-	hook.Fire(HookStaged, path)
+	hook.Fire(hook.ReplaceChecked, path)
+	hook.Fire(hook.Staged, path)
 	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
@@ -378,7 +356,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	}
 	// The staging name now holds the proved predecessor under a private
 	// name no other process writes to.
-	hook.Fire(HookBeforeCleanup, path)
+	hook.Fire(hook.BeforeCleanup, path)
 	var pending error
 	if err := sys.Unlink(p.fd, s.name); err != nil {
 		pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
@@ -444,10 +422,10 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 	if _, err := sys.Lstat(dp.fd, dbase); err == nil {
 		return NotCommitted, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
-	hook.Fire(HookStaged, path)
+	hook.Fire(hook.Staged, path)
 	err = sys.RenameNoReplace(sp.fd, sbase, dp.fd, dbase)
 	linked := false
-	if forced := hook.IsSet(HookForceLinkFallback); forced || flagsUnavailable(err) {
+	if forced := hook.IsSet(hook.ForceLinkFallback); forced || flagsUnavailable(err) {
 		if forced && err == nil {
 			if err := sys.RenameNoReplace(dp.fd, dbase, sp.fd, sbase); err != nil {
 				panic("exactfs: test hook could not undo a rename: " + err.Error())

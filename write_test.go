@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 	"golang.org/x/sys/unix"
 )
@@ -22,13 +23,13 @@ import (
 func init() {
 	// publish-crash <path>: killed after staging, before the rename.
 	children["publish-crash"] = func(args []string) error {
-		killSelfAt(HookStaged)
+		killSelfAt(hook.Staged)
 		_, err := Publish(args[0], bytes.Repeat([]byte("P"), 1<<20), 0o644)
 		return err
 	}
 	// write-crash <path>: killed after staging, before the rename.
 	children["write-crash"] = func(args []string) error {
-		killSelfAt(HookStaged)
+		killSelfAt(hook.Staged)
 		_, err := WriteFile(args[0], bytes.Repeat([]byte("W"), 1<<20), 0o644)
 		return err
 	}
@@ -60,7 +61,7 @@ func testPublishExistingDestination(t *testing.T, dir string) {
 		old := []byte("the first publisher's bytes")
 		var ino uint64
 		if race {
-			withHookUntil(t, HookStaged, func(string) { putFile(t, p, old); ino = inode(t, p) }, func() {
+			withHookUntil(t, hook.Staged, func(string) { putFile(t, p, old); ino = inode(t, p) }, func() {
 				_, err := Publish(p, []byte("second"), 0o600)
 				wantCode(t, err, CodeDestinationExists)
 				if !errors.Is(err, os.ErrExist) {
@@ -90,7 +91,7 @@ func withHookUntil(t *testing.T, name string, h func(path string), f func()) {
 // With the link fallback (filesystems without rename flags) Publish leaves
 // one name with one link and no staging residue, and still never replaces.
 func testPublishLinkFallback(t *testing.T, dir string) {
-	withHook(t, HookForceLinkFallback, func(string) {})
+	withHook(t, hook.ForceLinkFallback, func(string) {})
 	testPublish(t, dir)
 	p := filepath.Join(dir, "f")
 	ino := inode(t, p)
@@ -100,7 +101,7 @@ func testPublishLinkFallback(t *testing.T, dir string) {
 	wantFile(t, p, data, ino)
 	// The destination appears between the staging and the link.
 	q := filepath.Join(dir, "g")
-	withHookUntil(t, HookStaged, func(string) { putFile(t, q, []byte("first")) }, func() {
+	withHookUntil(t, hook.Staged, func(string) { putFile(t, q, []byte("first")) }, func() {
 		_, err := Publish(q, []byte("second"), 0o600)
 		wantCode(t, err, CodeDestinationExists)
 	})
@@ -313,7 +314,7 @@ func TestCommitThenSupersededIsSuccess(t *testing.T) {
 		"Publish": func(p string, data []byte) (Identity, error) { os.Remove(p); return Publish(p, data, 0o600) },
 		"Publish link fallback": func(p string, data []byte) (Identity, error) {
 			os.Remove(p)
-			defer setHook(HookForceLinkFallback, func(string) {})()
+			defer setHook(hook.ForceLinkFallback, func(string) {})()
 			return Publish(p, data, 0o600)
 		},
 		"WriteFile": func(p string, data []byte) (Identity, error) { return WriteFile(p, data, 0o600) },
@@ -329,7 +330,7 @@ func TestCommitThenSupersededIsSuccess(t *testing.T) {
 				putFile(t, p, []byte("old"))
 				data := randBytes(3000)
 				var ours, theirs uint64
-				restore := setHook(HookCommitted, func(string) {
+				restore := setHook(hook.Committed, func(string) {
 					ours = inode(t, p)
 					if successor == "replaces" {
 						theirs = plant(t, p, []byte("successor"))

@@ -44,7 +44,7 @@ func TestStoreCloseDuringMutationTouchesNothingElse(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(other, "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) {
+	restore := hook.Set(hook.StoreBeforeCommit, hook.Once(func(string) {
 		s.Close()
 		grabDescriptors(t, other, 8)
 	}))

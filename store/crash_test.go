@@ -30,17 +30,17 @@ func TestCrashAtEachStepThenReap(t *testing.T) {
 		wantResidue  bool
 		wantNewBytes bool // a commit happened before the kill
 	}{
-		{"publish", exactfs.HookStaged, true, false},
-		{"publish", HookBeforeCommit, true, false},
-		{"publish", HookAfterCommit, false, true},
-		{"replace", exactfs.HookStaged, true, false},
-		{"replace", HookAfterCommit, false, true},
-		{"replace-expected", exactfs.HookReplaceChecked, true, false},
-		{"replace-expected", HookBeforeCommit, true, false},
+		{"publish", hook.Staged, true, false},
+		{"publish", hook.StoreBeforeCommit, true, false},
+		{"publish", hook.StoreAfterCommit, false, true},
+		{"replace", hook.Staged, true, false},
+		{"replace", hook.StoreAfterCommit, false, true},
+		{"replace-expected", hook.ReplaceChecked, true, false},
+		{"replace-expected", hook.StoreBeforeCommit, true, false},
 		// After the exchange, before the predecessor is deleted: the
 		// staging name holds the old bytes.
-		{"replace-expected", exactfs.HookReplaceChecked + ">" + exactfs.HookCaptureRead, true, true},
-		{"replace-expected", HookAfterCommit, false, true},
+		{"replace-expected", hook.ReplaceChecked + ">" + hook.CaptureRead, true, true},
+		{"replace-expected", hook.StoreAfterCommit, false, true},
 	} {
 		t.Run(c.op+"@"+c.hook, func(t *testing.T) {
 			s := newStore(t)
@@ -214,8 +214,8 @@ func TestReapWaitsForCommitInFlight(t *testing.T) {
 	var reapErr error
 	reaped := make(chan struct{})
 	armed := false
-	defer hook.Set(exactfs.HookReplaceChecked, func(string) { armed = true })()
-	defer hook.Set(exactfs.HookCaptureRead, func(string) {
+	defer hook.Set(hook.ReplaceChecked, func(string) { armed = true })()
+	defer hook.Set(hook.CaptureRead, func(string) {
 		if !armed {
 			return
 		}

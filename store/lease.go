@@ -33,16 +33,6 @@ const (
 // rule as for the placeholders of SPEC §2.7 applies.
 const EmptyRecordAge = 15 * time.Minute
 
-// Hook points of the lease, for tests of its race windows.
-const (
-	// HookLeaseHeartbeat fires in the heartbeat goroutine before it
-	// checks and renews the record.
-	HookLeaseHeartbeat = "store.lease.heartbeat"
-	// HookLeaseCreated fires after the lock file was created and its
-	// record written, before the fence counter is updated.
-	HookLeaseCreated = "store.lease.created"
-)
-
 // LeaseOption configures AcquireLease.
 type LeaseOption func(*leaseConfig)
 
@@ -385,7 +375,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	if err := d.Sync(); err != nil {
 		return fail(err)
 	}
-	hook.Fire(HookLeaseCreated, path)
+	hook.Fire(hook.LeaseCreated, path)
 	fence, err := bumpFence(d, l.fenceName(), l.rec.Fence)
 	if err != nil {
 		return fail(err)
@@ -596,7 +586,7 @@ func (l *Lease) heartbeat() {
 			return
 		case <-t.C:
 		}
-		hook.Fire(HookLeaseHeartbeat, l.path)
+		hook.Fire(hook.LeaseHeartbeat, l.path)
 		l.mu.Lock()
 		err := l.checkLocked()
 		if err == nil {

@@ -609,7 +609,7 @@ func TestLeaseHeartbeatNoticesLoss(t *testing.T) {
 	}
 	defer l.Release()
 	fired := make(chan struct{})
-	restore := hook.Set(HookLeaseHeartbeat, hook.Once(func(string) {
+	restore := hook.Set(hook.LeaseHeartbeat, hook.Once(func(string) {
 		stealLease(t, l.Path())
 		close(fired)
 	}))
@@ -645,7 +645,7 @@ func TestLeaseFenceSurvivesHolderKilledBeforeCounter(t *testing.T) {
 	if err := first.Release(); err != nil {
 		t.Fatal(err)
 	}
-	runCrashAt(t, s.Path(), "lease", HookLeaseCreated)
+	runCrashAt(t, s.Path(), "lease", hook.LeaseCreated)
 	r, err := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
 	if err != nil || r.Fence != 2 {
 		t.Fatalf("dead holder's record %+v %v", r, err)

@@ -28,7 +28,7 @@ func TestLeaseReclaimSparesSuccessor(t *testing.T) {
 	lock := filepath.Join(dir, "job.lock")
 	successor := LeaseRecord{AttemptID: "successor", Pid: os.Getpid(), BootID: bootID(), ProcessStartID: "q",
 		CreatedAt: now, HeartbeatAt: now, LeaseExpiresAt: now + 60_000}.Marshal()
-	restore := hook.Set(exactfs.HookUnlinkChecked, hook.Once(func(string) {
+	restore := hook.Set(hook.UnlinkChecked, hook.Once(func(string) {
 		// The successor replaces the judged record at the name.
 		tmp := lock + ".tmp"
 		os.WriteFile(tmp, successor, 0o600)
@@ -60,7 +60,7 @@ func TestRemoveExpectedSparesSuccessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(s.Path(), "f")
-	restore := hook.Set(exactfs.HookUnlinkChecked, hook.Once(func(string) {
+	restore := hook.Set(hook.UnlinkChecked, hook.Once(func(string) {
 		os.WriteFile(p+".new", []byte("successor"), 0o600)
 		os.Rename(p+".new", p)
 	}))
@@ -84,7 +84,7 @@ func TestReplaceExpectedSparesConcurrentWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(s.Path(), "f")
-	restore := hook.Set(exactfs.HookReplaceChecked, hook.Once(func(string) {
+	restore := hook.Set(hook.ReplaceChecked, hook.Once(func(string) {
 		os.WriteFile(p+".new", []byte("theirs"), 0o600)
 		os.Rename(p+".new", p)
 	}))
@@ -202,7 +202,7 @@ func TestWriteSupersededAtOnceIsSuccess(t *testing.T) {
 			if op != "publish" {
 				os.Rename(filepath.Join(s.Path(), "f0"), p)
 			}
-			restore := hook.Set(exactfs.HookCommitted, hook.Once(func(string) {
+			restore := hook.Set(hook.Committed, hook.Once(func(string) {
 				os.WriteFile(p+".succ", []byte("successor"), 0o644)
 				os.Rename(p+".succ", p)
 			}))

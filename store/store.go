@@ -15,17 +15,6 @@ import (
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
-// Hook points of the store, for tests of its race windows.
-const (
-	// HookBeforeCommit fires in every mutation right before the last
-	// checks (binding, fence) that precede its commit; for writes, that is
-	// when the new bytes are staged and fsynced under their private name.
-	HookBeforeCommit = "store.mutation.before-commit"
-	// HookAfterCommit fires in every mutation right after the primitive
-	// committed, before the checks that follow it.
-	HookAfterCommit = "store.mutation.after-commit"
-)
-
 // LocksDir is the directory, inside a store, that holds its fence leases.
 const LocksDir = "locks"
 
@@ -326,7 +315,7 @@ func (s *Store) committed(op, rel string, d *exactfs.Dir, base string, id exactf
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
-	hook.Fire(HookAfterCommit, s.join(rel))
+	hook.Fire(hook.StoreAfterCommit, s.join(rel))
 	if err := verifyNamed(d, base, id); err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -337,7 +326,7 @@ func (s *Store) committed(op, rel string, d *exactfs.Dir, base string, id exactf
 // are staged, right before the rename or exchange that commits them.
 func (s *Store) beforeCommit(op, rel string) exactfs.WriteOption {
 	return exactfs.BeforeCommit(func() error {
-		hook.Fire(HookBeforeCommit, s.join(rel))
+		hook.Fire(hook.StoreBeforeCommit, s.join(rel))
 		return s.before(op, rel)
 	})
 }
@@ -360,7 +349,7 @@ const dirLockWait = 30 * time.Second
 func (s *Store) commitGuard(op, rel string, d *exactfs.Dir) (exactfs.WriteOption, func()) {
 	var unlock func()
 	opt := exactfs.BeforeCommit(func() error {
-		hook.Fire(HookBeforeCommit, s.join(rel))
+		hook.Fire(hook.StoreBeforeCommit, s.join(rel))
 		u, err := lockDir(d)
 		if err != nil {
 			return err
@@ -542,7 +531,7 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 		return err
 	}
 	defer done()
-	hook.Fire(HookBeforeCommit, s.join(rel))
+	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
 	unlock, err := lockDir(d)
 	if err != nil {
 		return err
@@ -556,7 +545,7 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 	if err != nil {
 		return err
 	}
-	hook.Fire(HookAfterCommit, s.join(rel))
+	hook.Fire(hook.StoreAfterCommit, s.join(rel))
 	return s.after(op, rel)
 }
 
@@ -567,14 +556,14 @@ func (s *Store) Mkdir(rel string) error {
 	if _, _, err := cleanRel(op, rel, false); err != nil {
 		return err
 	}
-	hook.Fire(HookBeforeCommit, s.join(rel))
+	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
 	if err := s.before(op, rel); err != nil {
 		return err
 	}
 	if _, err := s.mkdir(op, rel); err != nil {
 		return err
 	}
-	hook.Fire(HookAfterCommit, s.join(rel))
+	hook.Fire(hook.StoreAfterCommit, s.join(rel))
 	return s.after(op, rel)
 }
 

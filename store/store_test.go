@@ -226,7 +226,7 @@ func TestRootReplacedRefusesEverything(t *testing.T) {
 // A root replaced while the bytes are staged stops the write before its
 // commit; one replaced right after the commit is reported as committed.
 func TestRootReplacedDuringMutation(t *testing.T) {
-	for _, h := range []string{HookBeforeCommit, HookAfterCommit} {
+	for _, h := range []string{hook.StoreBeforeCommit, hook.StoreAfterCommit} {
 		t.Run(h, func(t *testing.T) {
 			s := newStore(t)
 			moved := s.Path() + ".moved"
@@ -237,11 +237,11 @@ func TestRootReplacedDuringMutation(t *testing.T) {
 			defer restore()
 			_, err := s.Replace("f", []byte("x"))
 			var e *Error
-			if !errors.As(err, &e) || e.Code != CodeRootChanged || e.Committed != (h == HookAfterCommit) {
-				t.Fatalf("replace: %v, want root binding changed, committed=%v", err, h == HookAfterCommit)
+			if !errors.As(err, &e) || e.Code != CodeRootChanged || e.Committed != (h == hook.StoreAfterCommit) {
+				t.Fatalf("replace: %v, want root binding changed, committed=%v", err, h == hook.StoreAfterCommit)
 			}
 			want := []string(nil)
-			if h == HookAfterCommit {
+			if h == hook.StoreAfterCommit {
 				want = []string{"f"}
 			}
 			if got := entries(t, moved); !slices.Equal(got, want) {
@@ -390,7 +390,7 @@ func TestFenceStolenPublishesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stolen after the first check, while the bytes are staged.
-	restore := hook.Set(HookBeforeCommit, hook.Once(func(string) { stealLease(t, l.Path()) }))
+	restore := hook.Set(hook.StoreBeforeCommit, hook.Once(func(string) { stealLease(t, l.Path()) }))
 	_, err = s.Publish("stolen", []byte("x"))
 	restore()
 	var e *Error
@@ -439,7 +439,7 @@ func TestFenceReleasedRefusesMutations(t *testing.T) {
 // A lease lost while a replacement is staged stops it; one lost right
 // after the commit is reported with the commit.
 func TestFenceLostDuringReplace(t *testing.T) {
-	for _, h := range []string{HookBeforeCommit, HookAfterCommit} {
+	for _, h := range []string{hook.StoreBeforeCommit, hook.StoreAfterCommit} {
 		for _, op := range []string{"replace", "replace-expected"} {
 			t.Run(h+"/"+op, func(t *testing.T) {
 				s := newStore(t)
@@ -458,7 +458,7 @@ func TestFenceLostDuringReplace(t *testing.T) {
 				} else {
 					_, err = s.ReplaceExpected("x", []byte("new"), id)
 				}
-				committed := h == HookAfterCommit
+				committed := h == hook.StoreAfterCommit
 				var e *Error
 				if !errors.As(err, &e) || e.Code != CodeLeaseLost || e.Committed != committed {
 					t.Fatalf("%s: %v, want lease lost, committed=%v", op, err, committed)

@@ -1,0 +1,80 @@
+package hook
+
+// The hook points of the module root (package exactfs). Their names are
+// the module's business, not its users': they live here, where only the
+// module's own code and tests can name them.
+const (
+	// Staged fires when the staged file is written and fsynced, just
+	// before it is renamed, linked or exchanged into place.
+	Staged = "exactfs.write.staged"
+	// ReplaceChecked fires in ReplaceExpected after the destination was
+	// proved to be the expected predecessor and before the exchange.
+	ReplaceChecked = "exactfs.replace.checked"
+	// Committed fires once the new file is at the name (renamed, linked or
+	// exchanged in, and the predecessor retired), before the directory
+	// fsync: a successor planted here must not turn the commit into an
+	// error.
+	Committed = "exactfs.write.committed"
+	// ForceLinkFallback, when set, makes Publish behave as if the
+	// filesystem lacked rename flags (tests of the link fallback).
+	ForceLinkFallback = "exactfs.publish.force-link"
+	// BeforeCleanup fires after a write committed and before it removes
+	// what the commit left under a private name (the staging link of the
+	// link fallback, the predecessor ReplaceExpected exchanged out).
+	BeforeCleanup = "exactfs.write.before-cleanup"
+
+	// UnlinkChecked fires after the object at the name was proved to be
+	// the expected one and before it is detached: a successor planted here
+	// must survive.
+	UnlinkChecked = "exactfs.unlink.checked"
+	// UnlinkDetached fires after the object was detached to the
+	// quarantine name and before it is verified and deleted.
+	UnlinkDetached = "exactfs.unlink.detached"
+	// UnlinkDeleted fires, on the exchange path, after the detached object
+	// was deleted and before the placeholder is taken off the name.
+	UnlinkDeleted = "exactfs.unlink.deleted"
+	// ForceNoExchange, when set, makes UnlinkExact behave as if the
+	// filesystem had no exchange rename (tests of the no-replace path).
+	ForceNoExchange = "exactfs.unlink.force-no-exchange"
+
+	// TreeDetached fires in RemoveTreeExact after the tree was renamed to
+	// <dir>.removing and the parent fsynced, before anything inside is
+	// removed: a test kills the process here to prove the removal replays.
+	TreeDetached = "exactfs.tree.detached"
+
+	// CaptureRead fires in Capture after the first fstat and before the
+	// bytes are read: a test rewrites the file there to prove that a
+	// change during the read is detected.
+	CaptureRead = "exactfs.capture.read"
+
+	// ForceWalk, when set, skips the one-call openat2 walk, so that tests
+	// on Linux also cover the component walk that macOS and old kernels
+	// use.
+	ForceWalk = "exactfs.path.force-walk"
+)
+
+// The hook points of package store.
+const (
+	// StoreBeforeCommit fires in every store mutation right before the
+	// last checks (binding, fence) that precede its commit; for writes,
+	// that is when the new bytes are staged and fsynced under their
+	// private name.
+	StoreBeforeCommit = "store.mutation.before-commit"
+	// StoreAfterCommit fires in every store mutation right after the
+	// primitive committed, before the checks that follow it.
+	StoreAfterCommit = "store.mutation.after-commit"
+	// LeaseHeartbeat fires in a lease's heartbeat goroutine before it
+	// checks and renews the record.
+	LeaseHeartbeat = "store.lease.heartbeat"
+	// LeaseCreated fires after a lease's lock file was created and its
+	// record written, before the fence counter is updated.
+	LeaseCreated = "store.lease.created"
+)
+
+// The hook points of package liveness.
+const (
+	// SecretRootChecked fires once the config root holding the
+	// installation secret was checked (owner-only enough, a directory),
+	// before the secret is read or created in it.
+	SecretRootChecked = "liveness.secret.root-checked"
+)
