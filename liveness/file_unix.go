@@ -3,28 +3,14 @@
 package liveness
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
-// openNoFollow makes an open refuse a symlink at the final component and not
-// block on a FIFO planted in place of a regular file.
-const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
-
-func openSecretNoFollow(file string) (*os.File, error) {
-	f, err := os.OpenFile(file, os.O_RDONLY|openNoFollow, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, which is never followed; replace it with the secret file itself: %w", file, err)
-	}
-	return f, err
-}
-
-func checkConfigRootMode(dir string, fi fs.FileInfo) error {
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("liveness: config root %s is writable by other users (mode %v); run chmod 0700 on it", dir, fi.Mode().Perm())
+func checkConfigRootMode(dir string, mode fs.FileMode) error {
+	if mode.Perm()&0o022 != 0 {
+		return fmt.Errorf("liveness: config root %s is writable by other users (mode %v); run chmod 0700 on it", dir, mode.Perm())
 	}
 	return nil
 }
@@ -37,16 +23,4 @@ func tightenSecretMode(f *os.File, fi fs.FileInfo) error {
 		return nil
 	}
 	return f.Chmod(0o600)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

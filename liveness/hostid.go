@@ -14,6 +14,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // SecretFileName is the name of the installation secret inside a config
@@ -176,58 +179,112 @@ func loadSecret(configRoot string) ([]byte, error) {
 	if configRoot == "" {
 		return nil, errors.New("liveness: empty config root")
 	}
-	if err := ensureConfigRoot(configRoot); err != nil {
+	d, err := openConfigRoot(configRoot)
+	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	hook.Fire(hook.SecretRootChecked, configRoot)
 	file := filepath.Join(configRoot, SecretFileName)
 	for range createAttempts {
-		secret, err := readSecretRetrying(file)
+		secret, err := readSecretRetrying(d, file)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return secret, err
 		}
-		secret, err = createSecret(configRoot, file)
+		secret, err = createSecret(d, file)
 		if !errors.Is(err, fs.ErrExist) {
 			return secret, err
 		}
-		// Another process linked its secret first; the loop reads the
+		// Another process published its secret first; the loop reads the
 		// winner's, so every creator ends up with the same one.
 	}
 	return nil, fmt.Errorf("liveness: installation secret %s keeps appearing and vanishing; is something deleting it?", file)
 }
 
 // createAttempts bounds the read-or-create loop. A second round happens
-// only when another creator won the link race; more than a few mean the
-// winner's secret is being deleted as fast as it appears.
+// only when another creator won the publication race; more than a few
+// mean the winner's secret is being deleted as fast as it appears.
 const createAttempts = 8
 
-// ensureConfigRoot creates the config root owner-only. An existing directory
-// that other users may write to is refused rather than repaired: whoever can
-// replace the secret can make this host's records look foreign (never
-// reclaimed) or make another installation's records look local.
-func ensureConfigRoot(dir string) error {
-	fi, err := os.Stat(dir)
+// openConfigRoot opens the config root, creating it owner-only if absent,
+// and checks it. The path to the config root is the caller's
+// configuration, and symlinks in it are resolved once, here (a
+// ~/.config that links to a dotfiles checkout is common); from then on the
+// secret is read and created beneath the descriptor that was checked, by
+// the exactfs primitives, which follow no symlink, so a path swapped
+// after the check changes nothing. An existing directory that other users
+// may write to is refused rather than repaired: whoever can replace the
+// secret can make this host's records look foreign (never reclaimed) or
+// make another installation's records look local.
+func openConfigRoot(dir string) (*exactfs.Dir, error) {
+	resolved, err := filepath.EvalSymlinks(dir)
+	created := false
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("liveness: creating config root: %w", err)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return nil, fmt.Errorf("liveness: creating config root: %w", err)
 		}
-		// The umask could have removed owner bits from the mode asked for.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("liveness: creating config root: %w", err)
+		parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+		if err != nil {
+			return nil, fmt.Errorf("liveness: creating config root: %w", err)
 		}
-		return nil
+		resolved = filepath.Join(parent, filepath.Base(dir))
+		switch err := exactfs.Mkdir(resolved, 0o700); {
+		case err == nil:
+			created = true
+		case !errors.Is(err, fs.ErrExist):
+			return nil, fmt.Errorf("liveness: creating config root: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("liveness: config root: %w", err)
 	}
+	d, err := exactfs.OpenDir(resolved)
+	if errors.Is(err, exactfs.ErrNotDirectory) {
+		return nil, fmt.Errorf("liveness: config root %s is not a directory", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("liveness: config root: %w", err)
+	}
+	if created {
+		// The umask could have removed owner bits from the mode asked
+		// for; fixed through the descriptor, never by name.
+		err = chmodDir(d, 0o700)
+	}
+	if err == nil {
+		err = checkConfigRoot(dir, d)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// chmodDir sets the mode of the directory d through a descriptor of it.
+func chmodDir(d *exactfs.Dir, mode fs.FileMode) error {
+	f, err := d.File()
+	if err != nil {
+		return fmt.Errorf("liveness: creating config root: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("liveness: creating config root: %w", err)
+	}
+	return nil
+}
+
+// checkConfigRoot applies checkConfigRootMode to the directory d is bound
+// to, as it is now.
+func checkConfigRoot(dir string, d *exactfs.Dir) error {
+	id, err := d.Stat()
 	if err != nil {
 		return fmt.Errorf("liveness: config root: %w", err)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("liveness: config root %s is not a directory", dir)
-	}
-	return checkConfigRootMode(dir, fi)
+	return checkConfigRootMode(dir, id.Mode)
 }
 
-func readSecretRetrying(file string) ([]byte, error) {
+func readSecretRetrying(d *exactfs.Dir, file string) ([]byte, error) {
 	for i := 0; ; i++ {
-		secret, err := readSecret(file)
+		secret, err := readSecret(d, file)
 		if !errors.Is(err, ErrMalformedSecret) || i+1 >= malformedReads {
 			return secret, err
 		}
@@ -235,21 +292,25 @@ func readSecretRetrying(file string) ([]byte, error) {
 	}
 }
 
-func readSecret(file string) ([]byte, error) {
-	f, err := openSecretNoFollow(file)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+// readSecret reads the secret beneath d. The open follows no symlink and
+// refuses anything but a regular file without opening it (a FIFO cannot
+// block the reader).
+func readSecret(d *exactfs.Dir, file string) ([]byte, error) {
+	f, err := d.OpenFile(SecretFileName, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case errors.Is(err, exactfs.ErrReparsePoint):
+		return nil, fmt.Errorf("liveness: %s is a symbolic link, which is never followed; replace it with the secret file itself: %w", file, err)
+	case errors.Is(err, exactfs.ErrNotRegularFile):
+		return nil, fmt.Errorf("liveness: installation secret %s is not a regular file; remove it: %w", file, err)
+	case err != nil:
 		return nil, fmt.Errorf("liveness: reading installation secret: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("liveness: reading installation secret: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("liveness: installation secret %s is not a regular file (%v); remove it", file, fi.Mode().Type())
 	}
 	if err := tightenSecretMode(f, fi); err != nil {
 		return nil, fmt.Errorf("liveness: installation secret %s: %w", file, err)
@@ -279,57 +340,25 @@ func parseSecret(file string, b []byte) ([]byte, error) {
 	return secret, nil
 }
 
-// createSecret publishes a new random secret at file. The content is
-// complete and fsynced under a private name before link(2) gives it the
-// final name, and link never replaces: concurrent creators race only on the
-// link, exactly one wins, and no reader ever sees a partial secret. The
-// losers get an error matching fs.ErrExist and read the winner's secret.
-func createSecret(dir, file string) ([]byte, error) {
+// createSecret publishes a new random secret beneath d with the one write
+// engine of exactfs (Publish): the content is complete, owner-only and
+// fsynced under a private name before a rename or link that never replaces
+// gives it the final name, and the directory is fsynced after. Concurrent
+// creators race only on that last step, exactly one wins, and no reader
+// ever sees a partial secret. The losers get an error matching fs.ErrExist
+// and read the winner's secret.
+func createSecret(d *exactfs.Dir, file string) ([]byte, error) {
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("liveness: generating installation secret: %w", err)
 	}
-	var suffix [16]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return nil, fmt.Errorf("liveness: generating installation secret: %w", err)
-	}
-	// The prefix is the one TypeScript creators use, so a leftover of
-	// either implementation is recognizable as a stranded secret copy.
-	tmp := filepath.Join(dir, ".machine-identity.secret-"+hex.EncodeToString(suffix[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("liveness: creating installation secret: %w", err)
-	}
-	// The private name is removed whatever happens: after a successful link
-	// it is a second name of the secret, otherwise it is garbage.
-	defer os.Remove(tmp)
-	content := hex.EncodeToString(secret[:]) + "\n"
-	_, err = f.WriteString(content)
-	if err == nil {
-		// The umask may have removed owner bits from the mode asked for,
-		// leaving a secret that its owner cannot read back.
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		// The secret must be durable before any name makes it visible:
-		// a host id that changes after a crash orphans every lock.
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("liveness: writing installation secret: %w", err)
-	}
-	if err := os.Link(tmp, file); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("liveness: publishing installation secret (the config root must be on a filesystem with hard links): %w", err)
-	}
-	// Without this, a power loss could forget the name after ids derived
-	// from the secret were already written into lock records.
-	if err := syncDir(dir); err != nil {
+	_, err := d.Publish(SecretFileName, []byte(hex.EncodeToString(secret[:])+"\n"), 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil, err
+	case errors.Is(err, exactfs.ErrAtomicUnavailable):
+		return nil, fmt.Errorf("liveness: publishing installation secret %s (the config root must be on a filesystem with hard links or no-replace rename): %w", file, err)
+	case err != nil:
 		return nil, fmt.Errorf("liveness: publishing installation secret: %w", err)
 	}
 	return secret[:], nil

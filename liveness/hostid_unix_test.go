@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 func checkSecretModes(t *testing.T, root, file string) {
@@ -125,5 +127,42 @@ func TestSecretFIFODoesNotHang(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a FIFO secret hung")
+	}
+}
+
+// The config root is checked once, and the secret is read and created
+// through the directory that was checked: a symlink swapped in at the
+// root's path afterwards (here to a directory anyone may write, which the
+// check refuses) is not followed, and nothing lands where it points.
+func TestSecretNotCreatedThroughSwappedConfigRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "cfg")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(base, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(elsewhere, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	restore := hook.Set(hook.SecretRootChecked, hook.Once(func(string) {
+		if err := os.Rename(root, root+".checked"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(elsewhere, root); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer restore()
+	_, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Fatalf("the secret was created through the swapped-in symlink: %s holds %v (load: %v)", elsewhere, ents, err)
+	}
+	if err == nil {
+		if _, serr := os.Lstat(filepath.Join(root+".checked", SecretFileName)); serr != nil {
+			t.Fatalf("load succeeded, but the checked directory holds no secret: %v", serr)
+		}
 	}
 }
