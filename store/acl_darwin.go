@@ -2,8 +2,9 @@ package store
 
 import (
 	"errors"
+	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // macOS keeps a file's extended ACL (inherited entries included) in one
@@ -19,25 +20,25 @@ const xattrSecurity = "com.apple.system.Security"
 func aclAttributes(Kind) []string { return []string{ACLAccess} }
 
 func aclClear(op, path string, fd int, attr string) error {
-	err := unix.Fremovexattr(fd, xattrSecurity)
-	if err == nil || errors.Is(err, unix.ENOATTR) {
+	err := sys.Fremovexattr(fd, xattrSecurity)
+	if err == nil || errors.Is(err, syscall.ENOATTR) {
 		return nil
 	}
 	c := CodeACLApplyFailed
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		c = CodeACLDenied
 	}
 	return aclErr(op, path, c, ACLClear, attr, "the extended ACL could not be removed", err)
 }
 
 func aclQuery(op, path string, fd int, attr string) error {
-	_, err := unix.Fgetxattr(fd, xattrSecurity, nil)
+	_, err := sys.Fgetxattr(fd, xattrSecurity, nil)
 	switch {
-	case errors.Is(err, unix.ENOATTR):
+	case errors.Is(err, syscall.ENOATTR):
 		return nil
 	case err == nil:
 		return aclErr(op, path, CodeACLPresent, ACLQuery, attr, "an extended ACL is present", nil)
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return aclErr(op, path, CodeACLDenied, ACLQuery, attr,
 			"macOS refuses to show this process the extended ACL ("+xattrSecurity+"); owner-only cannot be proved, refusing", err)
 	}

@@ -3,9 +3,10 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"syscall"
 
 	"github.com/exactfs/exactfs"
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // The POSIX ACL extended attributes of Linux.
@@ -32,9 +33,9 @@ func xattrName(attr string) string {
 // already absent and "not supported" means the filesystem cannot hold one;
 // both are success.
 func aclClear(op, path string, fd int, attr string) error {
-	err := unix.Fremovexattr(fd, xattrName(attr))
+	err := sys.Fremovexattr(fd, xattrName(attr))
 	switch {
-	case err == nil, errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+	case err == nil, errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP):
 		return nil
 	}
 	return aclFailure(op, path, ACLClear, attr, err)
@@ -44,19 +45,19 @@ func aclClear(op, path string, fd int, attr string) error {
 func aclQuery(op, path string, fd int, attr string) error {
 	name := xattrName(attr)
 	for range 3 {
-		n, err := unix.Fgetxattr(fd, name, nil)
+		n, err := sys.Fgetxattr(fd, name, nil)
 		switch {
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+		case errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP):
 			return nil
 		case err != nil:
 			return aclFailure(op, path, ACLQuery, attr, err)
 		}
 		buf := make([]byte, n)
-		n, err = unix.Fgetxattr(fd, name, buf)
-		if errors.Is(err, unix.ERANGE) {
+		n, err = sys.Fgetxattr(fd, name, buf)
+		if errors.Is(err, syscall.ERANGE) {
 			continue // it grew between the two calls
 		}
-		if errors.Is(err, unix.ENODATA) {
+		if errors.Is(err, syscall.ENODATA) {
 			return nil
 		}
 		if err != nil {
@@ -79,9 +80,9 @@ func wellFormedACL(b []byte) bool {
 func aclFailure(op, path, aclOp, attr string, err error) error {
 	var c exactfs.Code
 	switch {
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		c = CodeACLDenied
-	case errors.Is(err, unix.EIO):
+	case errors.Is(err, syscall.EIO):
 		c = CodeACLIOError
 	default:
 		c = CodeACLUnknown

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // inspectResidue captures name's identity and, when askIdle, asks the
@@ -23,17 +23,16 @@ func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity
 		return id, "", err
 	}
 	idle := ""
+	var probe error
 	err = withFD(f, func(fd int) error {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
-			if err == unix.EAGAIN {
-				idle = "a process has it open"
-			} else {
-				idle = "the kernel cannot tell whether it is open (" + err.Error() + ")"
-			}
-			return nil
-		}
-		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
-		return err
+		probe = sys.ProbeUnopened(fd)
+		return nil
 	})
+	switch {
+	case probe == sys.ErrWouldBlock:
+		idle = "a process has it open"
+	case probe != nil:
+		idle = "the kernel cannot tell whether it is open (" + probe.Error() + ")"
+	}
 	return id, idle, err
 }

@@ -8,37 +8,23 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
-
-// withFD runs fn on f's descriptor without switching it to blocking mode
-// (os.File.Fd would).
-func withFD(f *os.File, fn func(fd int) error) error {
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := sc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
 
 func ownerOnly(op string, f *os.File, apply bool) error {
 	return withFD(f, func(fd int) error { return ownerOnlyFD(op, f.Name(), fd, apply) })
 }
 
 func ownerOnlyFD(op, path string, fd int, apply bool) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	st, err := sys.Fstat(fd)
+	if err != nil {
 		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
 	}
 	var kind Kind
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
+	switch {
+	case st.Mode.IsDir():
 		kind = Directory
-	case unix.S_IFREG:
+	case st.Mode.IsRegular():
 		kind = File
 	default:
 		return newErr(op, path, exactfs.CodeNotRegularFile, "neither a regular file nor a directory; refusing", nil)
@@ -50,8 +36,8 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 	}
 	want := kind.perm()
 	if apply {
-		if uint32(st.Mode)&0o7777 != want {
-			if err := unix.Fchmod(fd, want); err != nil {
+		if sys.PermBits(st.Mode) != want {
+			if err := sys.Fchmod(fd, want); err != nil {
 				return newErr(op, path, exactfs.CodeIOError, "fchmod failed", err)
 			}
 		}
@@ -69,13 +55,13 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 		// Verify what we did, from the descriptor again.
 		op = "verify"
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if st, err = sys.Fstat(fd); err != nil {
 		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
 	}
 	if int(st.Uid) != os.Geteuid() {
 		return newErr(op, path, CodeOwnerMismatch, fmt.Sprintf("owned by uid %d", st.Uid), nil)
 	}
-	if got := uint32(st.Mode) & 0o7777; got != want {
+	if got := sys.PermBits(st.Mode); got != want {
 		return newErr(op, path, CodeModeMismatch,
 			fmt.Sprintf("mode %v, want %v (owner-only %s)", fs.FileMode(got).Perm(), fs.FileMode(want).Perm(), kind), nil)
 	}

@@ -10,6 +10,7 @@ package sys
 
 import (
 	"errors"
+	"io/fs"
 	"runtime"
 )
 
@@ -21,3 +22,19 @@ var ErrUnsupported = errors.New("unsupported on " + runtime.GOOS + ": exactfs fa
 // runtime installs its handlers with SA_RESTART, so EINTR is rare; a bound
 // keeps a pathological signal storm from spinning forever.
 const maxEINTR = 100
+
+// PermBits returns the permission bits of mode as the kernel keeps them:
+// rwx for owner, group and others, and the setuid, setgid and sticky bits.
+func PermBits(mode fs.FileMode) uint32 {
+	b := uint32(mode.Perm())
+	if mode&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if mode&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if mode&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}

@@ -1,5 +1,3 @@
-//go:build unix
-
 package store
 
 import (
@@ -8,19 +6,29 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
-	"golang.org/x/sys/unix"
 )
+
+// withFD runs fn on f's descriptor without switching it to blocking mode
+// (os.File.Fd would).
+func withFD(f *os.File, fn func(fd int) error) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := sc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
 
 // fileInode returns the device and inode of an open file.
 func fileInode(f *os.File) (exactfs.Identity, error) {
 	var id exactfs.Identity
 	err := withFD(f, func(fd int) error {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		id.Dev, id.Ino = uint64(st.Dev), uint64(st.Ino)
-		return nil
+		st, err := sys.Fstat(fd)
+		id.Dev, id.Ino = st.Dev, st.Ino
+		return err
 	})
 	return id, err
 }
