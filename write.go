@@ -28,6 +28,10 @@ const (
 	// HookForceLinkFallback, when set, makes Publish behave as if the
 	// filesystem lacked rename flags (tests of the link fallback).
 	HookForceLinkFallback = "exactfs.publish.force-link"
+	// HookStageCreated fires when the staging file was just created, before
+	// a byte is written to it: a test kills the writer here to leave an
+	// empty staging file.
+	HookStageCreated = "exactfs.write.stage-created"
 	// HookBeforeCleanup fires after a write committed and before it removes
 	// what the commit left under a private name (the staging link of the
 	// link fallback, the predecessor ReplaceExpected exchanged out).
@@ -60,6 +64,7 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		sys.Close(fd)
 		return nil, wrap(op, path, err)
 	}
+	hook.Fire(HookStageCreated, path)
 	// The file is created 0600 and only then given its mode through the
 	// descriptor (unless it has it already): the umask cannot narrow it, and
 	// no one can open a wider-mode file before the bytes are complete.

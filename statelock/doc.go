@@ -93,6 +93,18 @@
 // (SPEC §2.5), never a reason to fail; one that is not what such a removal
 // leaves (not empty, a symlink) is kept and named in the timeout error.
 //
+// # Crash residue of the state file
+//
+// A writer killed during Update's durable write leaves its staged file
+// .F.<uuid>.replacement; a TypeScript peer leaves F.tmp-<pid>-<uuid>. The
+// next holder sweeps them, under the lock, when it reclaimed the lock from
+// a dead holder or holds this lock for the first time in its process: each
+// is removed by exact unlink only if it is a single-link regular file, not
+// F, open in no process on this host (the kernel's write-lease probe,
+// internal/idle), and for a temp file, its pid gone. Everything else is
+// kept; Held.Residue and Inspect say what was found, removed and kept, and
+// why (residue.go).
+//
 // # Durability: which fsyncs the protocol needs
 //
 // The state file is durable: Update replaces it with a staged file that is

@@ -34,10 +34,13 @@ type locker struct {
 	// tombstone: the previous claim may have been crashed and reclaimed,
 	// and its reclaimer killed after detaching it (replayDetached).
 	replayDue bool
-	lockPath  string // for messages
-	host      liveness.HostIdentity
-	self      liveness.Evidence
-	judge     liveness.Judge
+	// sweepDue: this acquisition reclaimed F.lock from a dead holder, which
+	// may have left staging files of F (residue.go).
+	sweepDue bool
+	lockPath string // for messages
+	host     liveness.HostIdentity
+	self     liveness.Evidence
+	judge    liveness.Judge
 }
 
 var hostCache sync.Map // config root -> liveness.HostIdentity

@@ -147,6 +147,9 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 		if err := l.removeJudged(name, s, !sidecar); err != nil {
 			return nil, nil, err
 		}
+		if !sidecar {
+			l.sweepDue = true
+		}
 	}
 	return nil, &contention{reason: ReasonOwnerLive, holder: "a record that kept changing"}, nil
 }
