@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -230,9 +231,10 @@ func beforeBoot(mtimeNs int64) bool {
 // take the claim directory's reclaim guard (guardTree: one reclaimer at a
 // time), capture again after the verdict (the tree and the sidecar must be
 // exactly what was judged), finish a detached claim a killed reclaimer left
-// at F.lock.transition.removing (replayDetached), remove the directory by
-// exact tree removal of that snapshot, then exactly unlink a dead sidecar
-// (a tombstone stays: it is the steady state). freed reports that the claim
+// at F.lock.transition.removing (replayDetached), rewrite a dead sidecar to
+// a tombstone (entombSidecar: the steady state, and what a TypeScript peer
+// needs to find there), then remove the directory by exact tree removal of
+// that snapshot. freed reports that the claim
 // name is free now. Every race with another process (a second reclaimer, a
 // new taker, a record rewritten or replaced meanwhile) ends in freed or not
 // freed, never in an error: err is a filesystem error of this call only.
@@ -272,6 +274,11 @@ func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
 	if ok, blocked, err := l.replayDetached(l.claim, emptyTree); !ok || err != nil {
 		return false, blocked, err
 	}
+	if st.side != nil && !st.side.released() {
+		if ok, err := l.entombSidecar(st.side); !ok || err != nil {
+			return false, "", err
+		}
+	}
 	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
 	if err := treeRemoved(l.dir.RemoveTreeExact(l.claim, st.tree)); err != nil {
 		return false, "", err
@@ -279,12 +286,49 @@ func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
 	if _, err := l.dir.Lstat(l.claim); err == nil {
 		return false, "", nil // the removal lost a race and changed nothing
 	}
-	if st.side != nil && !st.side.released() {
-		if err := exactRemoved(l.dir.UnlinkExact(l.sidecar, st.side.id, quarantineName())); err != nil {
-			return true, "", err
-		}
-	}
 	return true, "", nil
+}
+
+// entombSidecar rewrites the dead record judged in the sidecar of a crashed
+// claim, in place, to a released tombstone, before the claim directory is
+// removed. While that directory exists nobody else writes the sidecar (every
+// writer of it, exactfs or the reference, needs the directory first), and we
+// hold the claim's reclaim guard, so the rewrite races no one: its proof
+// (the bytes and inode judged, read again through the descriptor we write
+// with) is the reference's for an in-place rewrite. Leaving a tombstone
+// rather than unlinking the record after the removal matters for
+// TypeScript peers: the reference takes a claim by mkdir and then a sidecar
+// by exclusive create or reuse of a tombstone, and fails outright (EEXIST)
+// on any other record there; an unlink after the removal races the next
+// taker of the freed name and loses whenever that one is quicker, or the
+// reclaimer is killed in between. A kill after the rewrite leaves the
+// crashed claim with a tombstone sidecar, which is reclaimed once it is a
+// second old. ok is false when the sidecar changed since its verdict
+// (contention).
+func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
+	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	if _, err := lockOrPlain(f, l.newOwner()); err != nil {
+		if errors.Is(err, errOFDConflict) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer ofdUnlock(f)
+	_, err = l.rewrite(l.sidecar, f, judged.id, judged.data, l.tombstone().Encode(), false)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errRecordChanged), errors.Is(err, exactfs.ErrChangedDuringRead), errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
 }
 
 // emptyTree accepts the detached tree of a claim: an empty directory.

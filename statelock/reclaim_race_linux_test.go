@@ -115,41 +115,58 @@ func TestReclaimersRaceOneCrashedClaim(t *testing.T) {
 	assertSteadyState(t, e, true)
 }
 
-// A live peer rewrites the sidecar in place (its own claim's record, on
-// release a tombstone) while a reclaimer reads it for the exact unlink of
-// the dead record it judged: that is a successor, not an inspection
-// failure. (053199c failed here with changed_during_read.)
+// A live peer rewrites the sidecar in place while a reclaimer reads it: the
+// crashed claim the reclaimer judged was removed by another reclaimer, and
+// a live peer took the claim again and is writing its record into the
+// sidecar (in place, as it does on reuse and release). The reclaimer must
+// call that contention (the claim is busy: look again), never an inspection
+// failure; once the peer releases, the lock is taken. (053199c failed with
+// lock_inspection_failed: changed_during_read on the sidecar.)
 func TestLivePeerRewritesSidecarDuringReclaim(t *testing.T) {
 	e := newEnv(t)
 	plantCrashedClaim(t, e, nil)
-	detached, rewrote := false, false
-	defer hook.Set(exactfs.HookTreeDetached, func(p string) {
-		if filepath.Base(p) == filepath.Base(e.claim) {
-			detached = true
-		}
-	})()
+	rewrote := false
 	defer hook.Set(exactfs.HookCaptureRead, func(p string) {
-		if !detached || rewrote || filepath.Base(p) != filepath.Base(e.sidecar) {
+		if rewrote || filepath.Base(p) != filepath.Base(e.sidecar) {
 			return
 		}
 		rewrote = true
-		// The peer's in-place rewrite: same inode, new bytes, new mtime.
+		// Another reclaimer removed the crashed claim, and the peer made
+		// its own and rewrites the sidecar: same inode, new bytes.
+		if err := os.Remove(e.claim); err != nil {
+			t.Error(err)
+		}
+		if err := os.Mkdir(e.claim, 0o700); err != nil {
+			t.Error(err)
+		}
+		live := (&Record{Pid: int64(os.Getppid()), StartTime: "1", Token: exactfs.NewUUID(), HostID: e.host.ID}).Encode()
 		f, err := os.OpenFile(e.sidecar, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		f.Write(tombstone(exactfs.NewUUID(), e.host.ID).Encode())
+		f.Write(live)
 		f.Close()
 		future := time.Now().Add(time.Second)
 		os.Chtimes(e.sidecar, future, future)
 	})()
-	err := lockAndRelease(t, e)
+	_, err := TryLock(e.state, e.opts()...)
 	if !rewrote {
 		t.Fatal("the race window was not reached")
 	}
-	if err != nil {
-		t.Fatalf("reclaimer: %v", err)
+	var le *LockError
+	if !errors.As(err, &le) || le.Reason != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) {
+		t.Fatalf("reclaimer racing a live peer: %v (want the claim busy)", err)
+	}
+	// The peer releases: its sidecar becomes a tombstone, its claim goes.
+	if err := os.WriteFile(e.sidecar, tombstone(exactfs.NewUUID(), e.host.ID).Encode(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e.claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := lockAndRelease(t, e); err != nil {
+		t.Fatalf("after the peer released: %v", err)
 	}
 	assertSteadyState(t, e, true)
 }
