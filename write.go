@@ -38,6 +38,7 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		sys.Close(fd)
 		return nil, wrap(op, path, err)
 	}
+	hook.Fire(hook.StageCreated, path)
 	// The file is created 0600 and only then given its mode through the
 	// descriptor (unless it has it already): the umask cannot narrow it, and
 	// no one can open a wider-mode file before the bytes are complete.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -58,19 +59,32 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		if fi, err := l.dir.Lstat(l.claim); err == nil && fi.IsDir() && time.Since(fi.ModTime()) < claimMinAge {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
 		}
-		freed, err := l.reclaimStaleClaim()
+		freed, blocked, err := l.reclaimStaleClaim()
 		if err != nil {
 			return nil, nil, err
 		}
 		if !freed || try > 0 {
-			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
+			holder := "the transition claim"
+			if blocked != "" {
+				holder += " (a crashed claim whose removal is blocked by " + blocked + ")"
+			}
+			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: holder}, nil
 		}
 	}
 	hook.Fire(HookClaimTaken, l.path(l.claim))
 	rec := l.newOwner()
 	h, ok, err := l.reuseSidecar(rec)
 	if !ok && err == nil {
+		l.replayDue = true
 		h, busy, err = l.takeRecord(l.sidecar, rec, true)
+	}
+	if h != nil && l.replayDue {
+		// Off the steady state only: a reclaimer killed after detaching a
+		// crashed claim left it at F.lock.transition.removing; finish it
+		// (SPEC §2.5). It is residue, not our business to fail over: what
+		// cannot be finished now stays for Inspect to name.
+		l.replayDue = false
+		l.replayDetached(l.claim, emptyTree)
 	}
 	if h == nil {
 		// The directory is ours and empty: giving it back is safe by name,
@@ -214,50 +228,181 @@ func beforeBoot(mtimeNs int64) bool {
 }
 
 // reclaimStaleClaim removes a crashed claim when inspectClaim says it may:
-// capture again after the verdict (the tree and the sidecar must be exactly
-// what was judged), remove the directory by exact tree removal of that
-// snapshot, then exactly unlink a dead sidecar (a tombstone stays: it is
-// the steady state). freed reports that the claim name is free now.
-func (l *locker) reclaimStaleClaim() (freed bool, err error) {
+// take the claim directory's reclaim guard (guardTree: one reclaimer at a
+// time), capture again after the verdict (the tree and the sidecar must be
+// exactly what was judged), finish a detached claim a killed reclaimer left
+// at F.lock.transition.removing (replayDetached), rewrite a dead sidecar to
+// a tombstone (entombSidecar: the steady state, and what a TypeScript peer
+// needs to find there), then remove the directory by exact tree removal of
+// that snapshot. freed reports that the claim
+// name is free now. Every race with another process (a second reclaimer, a
+// new taker, a record rewritten or replaced meanwhile) ends in freed or not
+// freed, never in an error: err is a filesystem error of this call only.
+// blocked describes, for the caller's timeout, something in the way that no
+// automatic rule removes.
+func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
 	st := l.inspectClaim()
 	if !st.present {
-		return true, nil
+		return true, "", nil
 	}
 	if !st.dir {
-		return l.reclaimSupersededClaim()
+		freed, err := l.reclaimSupersededClaim()
+		return freed, "", err
 	}
 	if !st.stale {
-		return false, nil
+		return false, "", nil
 	}
+	release, held, err := l.guardTree(l.claim, st.tree.Root())
+	if err != nil || !held {
+		return false, "", err
+	}
+	defer release()
 	hook.Fire(HookAfterClaimInspection, l.path(l.claim))
 	tree, err := l.dir.CaptureTree(l.claim)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
+		return true, "", nil
 	}
 	if err != nil || !sameTree(tree, st.tree) {
-		return false, nil
+		return false, "", nil
 	}
 	if st.side != nil {
 		cur, err := l.capture(l.sidecar)
 		if err != nil || !sameRecord(cur.id, st.side.id) {
-			return false, nil
+			return false, "", nil
+		}
+	}
+	if ok, blocked, err := l.replayDetached(l.claim, emptyTree); !ok || err != nil {
+		return false, blocked, err
+	}
+	if st.side != nil && !st.side.released() {
+		if ok, err := l.entombSidecar(st.side); !ok || err != nil {
+			return false, "", err
 		}
 	}
 	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
-	err = l.dir.RemoveTreeExact(l.claim, st.tree)
-	switch {
-	case err == nil, errors.Is(err, exactfs.ErrCleanupPending):
-	case errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrIdentityMismatch):
-		return false, nil
-	default:
+	if err := treeRemoved(l.dir.RemoveTreeExact(l.claim, st.tree)); err != nil {
+		return false, "", err
+	}
+	if _, err := l.dir.Lstat(l.claim); err == nil {
+		return false, "", nil // the removal lost a race and changed nothing
+	}
+	return true, "", nil
+}
+
+// entombSidecar rewrites the dead record judged in the sidecar of a crashed
+// claim, in place, to a released tombstone, before the claim directory is
+// removed. While that directory exists nobody else writes the sidecar (every
+// writer of it, exactfs or the reference, needs the directory first), and we
+// hold the claim's reclaim guard, so the rewrite races no one: its proof
+// (the bytes and inode judged, read again through the descriptor we write
+// with) is the reference's for an in-place rewrite. Leaving a tombstone
+// rather than unlinking the record after the removal matters for
+// TypeScript peers: the reference takes a claim by mkdir and then a sidecar
+// by exclusive create or reuse of a tombstone, and fails outright (EEXIST)
+// on any other record there; an unlink after the removal races the next
+// taker of the freed name and loses whenever that one is quicker, or the
+// reclaimer is killed in between. A kill after the rewrite leaves the
+// crashed claim with a tombstone sidecar, which is reclaimed once it is a
+// second old. ok is false when the sidecar changed since its verdict
+// (contention).
+func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
+	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) {
+			return false, nil
+		}
 		return false, err
 	}
-	if st.side != nil && !st.side.released() {
-		if err := exactRemoved(l.dir.UnlinkExact(l.sidecar, st.side.id, quarantineName())); err != nil {
-			return true, err
+	defer f.Close()
+	if _, err := lockOrPlain(f, l.newOwner()); err != nil {
+		if errors.Is(err, errOFDConflict) {
+			return false, nil
 		}
+		return false, err
 	}
-	return true, nil
+	defer ofdUnlock(f)
+	_, err = l.rewrite(l.sidecar, f, judged.id, judged.data, l.tombstone().Encode(), false)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errRecordChanged), errors.Is(err, exactfs.ErrChangedDuringRead), errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
+
+// emptyTree accepts the detached tree of a claim: an empty directory.
+func emptyTree(t *exactfs.Tree) bool { return len(t.Entries) == 1 }
+
+// replayDetached finishes the removal of a directory that an exact tree
+// removal detached to name+".removing" and did not finish: its remover was
+// killed after the detach (SPEC §2.5: replaying the removal completes it).
+// The detached tree must be what such a removal leaves (want: for a claim,
+// an empty directory) and its reclaim guard free (a live remover holds it
+// from before its detach to the end); it is then removed by RemoveTreeExact
+// with a snapshot of itself, the replay path. ok reports that nothing is
+// detached under that name any more, so a removal of name may detach.
+// A live remover at work is contention (not ok, no error); a detached tree
+// that is not what a removal leaves is reported in blocked and kept.
+func (l *locker) replayDetached(name string, want func(*exactfs.Tree) bool) (ok bool, blocked string, err error) {
+	removing := name + exactfs.RemovingSuffix
+	tree, err := l.dir.CaptureTree(removing)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, "", nil
+	case err != nil && treeContention(err):
+		return false, "", nil
+	case err != nil && exactfs.CodeOf(err) != "" && exactfs.CodeOf(err) != exactfs.CodeIOError &&
+		exactfs.CodeOf(err) != exactfs.CodePermissionDenied:
+		return false, fmt.Sprintf("%s, which cannot be described exactly (%v); check it and remove it by hand", l.path(removing), err), nil
+	case err != nil:
+		return false, "", err
+	case !want(tree):
+		return false, fmt.Sprintf("%s, a detached tree with %d entries that no interrupted removal of ours leaves; check it and remove it by hand",
+			l.path(removing), len(tree.Entries)-1), nil
+	}
+	release, held, err := l.guardTree(removing, tree.Root())
+	if err != nil || !held {
+		return false, "", err
+	}
+	defer release()
+	if err := treeRemoved(l.dir.RemoveTreeExact(name, tree)); err != nil {
+		return false, "", err
+	}
+	if _, err := l.dir.Lstat(removing); err == nil {
+		return false, "", nil
+	}
+	return true, "", nil
+}
+
+// treeContention reports tree errors that mean another process changed the
+// tree under us: it is gone, changed, or a name we needed appeared.
+func treeContention(err error) bool {
+	switch exactfs.CodeOf(err) {
+	case exactfs.CodeNotFound, exactfs.CodeIdentityMismatch, exactfs.CodeQuarantineCollision,
+		exactfs.CodeChangedDuringRead, exactfs.CodeDestinationExists:
+		return true
+	}
+	return false
+}
+
+// treeRemoved maps the outcome of an exact tree removal: done, done with
+// residue pending, or a race lost to another process (nothing removed, or
+// only what a concurrent remover was removing anyway) are all nil; a
+// tree that became unprovable (a symlink, hard link or FIFO planted in it)
+// is too, because the next look describes it. What is left is an error the
+// filesystem raised.
+func treeRemoved(err error) error {
+	switch {
+	case err == nil, errors.Is(err, exactfs.ErrCleanupPending), treeContention(err):
+		return nil
+	}
+	switch exactfs.CodeOf(err) {
+	case exactfs.CodeReparsePoint, exactfs.CodeUnsupportedEntry, exactfs.CodeHardLinkUnsupported,
+		exactfs.CodeNotUTF8, exactfs.CodeNotDirectory:
+		return nil
+	}
+	return err
 }
 
 // reclaimSupersededClaim handles a regular file at F.lock.transition, the

@@ -138,6 +138,7 @@ func (l *locker) mkdirClaim() error {
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}
 	l.held = claimDir{fd: fd, dev: uint64(st.Dev), ino: st.Ino}
+	l.replayDue = true
 	return nil
 }
 

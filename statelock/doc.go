@@ -58,6 +58,53 @@
 // waiter has waited longer than bargeWindow, and after 0.5 ms when waiters
 // younger than that are queued.
 //
+// # Outcomes
+//
+// Lock, TryLock, Update, With and Unlock return only these, whatever live
+// processes (Go or TypeScript) do meanwhile and whoever is SIGKILLed:
+//   - success;
+//   - ErrLocked (a *LockError: acquire_timeout, transition_claim_timeout,
+//     lock_owner_live_or_unverifiable, lock_owner_record_fresh,
+//     lock_owner_record_unprovenanced, legacy_directory_owner_unprovenanced)
+//     naming the holder, or what is in the way, with its age;
+//   - the context's error (inside a LockError with a timeout reason);
+//   - unsafe_lock_path_type: a symlink, FIFO, socket or device where a
+//     lock file or directory belongs, refused and left alone;
+//   - an error the filesystem raised for this call (ENOSPC, EROFS, EIO,
+//     EACCES, a failed fsync ...), with the path: lock_initialization_failed
+//     when creating what the protocol needs failed, lock_inspection_failed
+//     when reading or removing what is there failed, lock_release_failed
+//     when our record could not be rewritten; and Update's read, fn and
+//     write errors;
+//   - lock_release_failed when someone else replaced our owner record
+//     while we held it (left alone, reported loudly).
+//
+// A change made by another process between two of our steps is contention,
+// never an error: a record or sidecar rewritten while we read it
+// (changed_during_read), a record that vanished or was replaced after its
+// verdict, a quarantine or detach name taken (quarantine_collision), a tree
+// that changed before its removal, another reclaimer at the same crashed
+// claim (it holds the claim's reclaim guard, a flock on the directory), a
+// peer's F.lock.transition.removing. The attempt looks again within the
+// wait budget (TryLock: one retry-worthy ErrLocked). A removal that a
+// reclaimer killed after its detach left at F.lock.transition.removing (or
+// F.lock.removing) is replayed to completion by the next process that
+// takes the claim after making it anew, or that reclaims a crashed claim
+// (SPEC §2.5), never a reason to fail; one that is not what such a removal
+// leaves (not empty, a symlink) is kept and named in the timeout error.
+//
+// # Crash residue of the state file
+//
+// A writer killed during Update's durable write leaves its staged file
+// .F.<uuid>.replacement; a TypeScript peer leaves F.tmp-<pid>-<uuid>. The
+// next holder sweeps them, under the lock, when it reclaimed the lock from
+// a dead holder or holds this lock for the first time in its process: each
+// is removed by exact unlink only if it is a single-link regular file, not
+// F, open in no process on this host (the kernel's write-lease probe,
+// internal/idle), and for a temp file, its pid gone. Everything else is
+// kept; Held.Residue and Inspect say what was found, removed and kept, and
+// why (residue.go).
+//
 // # Durability: which fsyncs the protocol needs
 //
 // The state file is durable: Update replaces it with a staged file that is

@@ -53,12 +53,17 @@ type ClaimStatus struct {
 }
 
 // Residue is a private name in the directory left by an interrupted
-// operation (SPEC §2.7).
+// operation (SPEC §2.7), or a TypeScript peer's temporary state file.
 type Residue struct {
 	Name string
-	Kind string // "quarantine", "placeholder", "removing" or "staging"
+	Kind string // "quarantine", "placeholder", "removing", "staging" or "temp"
 	Size int64
 	Age  time.Duration
+	// For the state file's own staging and temporary files (residue.go):
+	// Removed says the holder that swept them removed this one (Held.Residue);
+	// Note says why it was, or would be, removed or kept.
+	Removed bool
+	Note    string
 }
 
 // Status is what Inspect found.
@@ -143,6 +148,18 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 	if err != nil {
 		return st, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
 	}
+	for i := range st.Residue {
+		if r := &st.Residue[i]; l.stateResidue(*r) {
+			if _, keep := l.judgeStateResidue(*r); keep != "" {
+				r.Note = "kept: " + keep
+			} else {
+				r.Note = "the next holder of the lock removes it: no process has it open"
+				if r.Kind == "temp" {
+					r.Note += " and its writer is dead"
+				}
+			}
+		}
+	}
 	return st, nil
 }
 
@@ -175,6 +192,8 @@ func (l *locker) residue() ([]Residue, error) {
 			kind = "placeholder"
 		case n == l.claim+exactfs.RemovingSuffix || n == l.lockName+exactfs.RemovingSuffix:
 			kind = "removing"
+		case l.isTempName(n):
+			kind = "temp"
 		default:
 			if dest, ok := exactfs.StagingTarget(n); ok && (dest == l.base || dest == l.lockName || dest == l.sidecar) {
 				kind = "staging"

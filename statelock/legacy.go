@@ -69,6 +69,17 @@ func (l *locker) judgeLegacy(tree *exactfs.Tree) legacyJudgement {
 	return legacyJudgement{stale: j.Verdict == liveness.Dead, why: j.String(), holder: holder}
 }
 
+// legacyDetached accepts what an interrupted removal of a legacy directory
+// leaves detached: the directory, with its info file or without it.
+func legacyDetached(t *exactfs.Tree) bool {
+	for _, e := range t.Entries[1:] {
+		if e.Path != "info" {
+			return false
+		}
+	}
+	return true
+}
+
 // reclaimLegacy evaluates a legacy F.lock/ directory and removes it when
 // it is stale. The identity brackets the verdict: the tree is captured
 // before it and again after it, and removed (by exact tree removal of that
@@ -95,12 +106,21 @@ func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
 	if err != nil || !sameTree(before, after) {
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed after its verdict"}, nil
 	}
+	// A removal of an earlier legacy directory killed after its detach left
+	// F.lock.removing: finish it first, or this one could never detach.
+	if ok, blocked, err := l.replayDetached(l.lockName, legacyDetached); err != nil || !ok {
+		if blocked == "" {
+			blocked = "the removal of an earlier legacy lock directory, still in progress"
+		}
+		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a stale legacy lock directory whose removal is blocked by " + blocked}, err
+	}
 	hook.Fire(HookBeforeLegacyRemoval, l.path(l.lockName))
 	err = l.dir.RemoveTreeExact(l.lockName, before)
 	switch {
 	case err == nil, errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrCleanupPending):
 		return true, nil, nil
-	case errors.Is(err, exactfs.ErrIdentityMismatch):
+	case treeRemoved(err) == nil:
+		// Another process changed it meanwhile; the next look judges again.
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed during removal"}, nil
 	}
 	return false, nil, err

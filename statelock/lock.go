@@ -21,11 +21,19 @@ const (
 
 // Held is a state-file lock this process holds. Unlock it exactly once.
 type Held struct {
-	l    *locker
-	rec  *heldRecord
-	mu   sync.Mutex
-	done bool
+	l       *locker
+	rec     *heldRecord
+	residue []Residue
+	mu      sync.Mutex
+	done    bool
 }
+
+// Residue returns the crash residue of the state file this acquisition
+// swept (see the package documentation): each entry removed, or kept with
+// the reason. It is empty when there was nothing, or no sweep was due (the
+// lock was not reclaimed from a dead holder, and this process had held it
+// before).
+func (h *Held) Residue() []Residue { return h.residue }
 
 // Token returns the random token of this acquisition, unique per
 // acquisition: a fencing token that state written under the lock can carry,
@@ -134,7 +142,11 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			return fail(ReasonInspectionFailed, nil, err)
 		}
 		if h != nil {
-			return &Held{l: l, rec: h}, nil
+			held := &Held{l: l, rec: h}
+			if l.sweepDue || l.firstHold() {
+				held.residue = l.sweepResidue()
+			}
+			return held, nil
 		}
 		if c == nil {
 			c = &contention{reason: ReasonOwnerLive, holder: "an unidentified holder"}

@@ -30,7 +30,14 @@ type locker struct {
 	sidecar  string
 	spare    string   // the spare claim directory's name, "" for none
 	held     claimDir // the claim directory while we hold it
-	lockPath string   // for messages
+	// replayDue: the claim was made with mkdir, or its sidecar was not a
+	// tombstone: the previous claim may have been crashed and reclaimed,
+	// and its reclaimer killed after detaching it (replayDetached).
+	replayDue bool
+	// sweepDue: this acquisition reclaimed F.lock from a dead holder, which
+	// may have left staging files of F (residue.go).
+	sweepDue bool
+	lockPath string // for messages
 	host     liveness.HostIdentity
 	self     liveness.Evidence
 	judge    liveness.Judge

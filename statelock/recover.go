@@ -82,7 +82,10 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		if dryRun {
 			return []Action{a}
 		}
-		freed, err := l.reclaimStaleClaim()
+		freed, blocked, err := l.reclaimStaleClaim()
+		if err == nil && blocked != "" {
+			err = errors.New("blocked by " + blocked)
+		}
 		a.Done, a.Err = freed && err == nil, err
 		return []Action{a}
 	case cs.treeErr != nil || cs.tree == nil:
@@ -123,8 +126,28 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	if dryRun {
 		return acts
 	}
-	// The removal is bound to the snapshot the evidence was taken from.
-	err := l.dir.RemoveTreeExact(l.claim, cs.tree)
+	// The removal is bound to the snapshot the evidence was taken from, under
+	// the claim's reclaim guard (no reclaimer is at it meanwhile), after any
+	// removal a killed reclaimer left detached is finished.
+	release, held, err := l.guardTree(l.claim, cs.tree.Root())
+	if err == nil && !held {
+		err = errors.New("another process is removing this claim right now")
+	}
+	if err != nil {
+		acts[0].Err = err
+		return acts
+	}
+	defer release()
+	if ok, blocked, rerr := l.replayDetached(l.claim, emptyTree); !ok || rerr != nil {
+		if rerr == nil && blocked != "" {
+			rerr = errors.New("an earlier removal of this claim is still detached: " + blocked)
+		} else if rerr == nil {
+			rerr = errors.New("another process is finishing an earlier removal of this claim")
+		}
+		acts[0].Err = rerr
+		return acts
+	}
+	err = l.dir.RemoveTreeExact(l.claim, cs.tree)
 	if err != nil && !errors.Is(err, exactfs.ErrCleanupPending) {
 		acts[0].Err = err
 		return acts

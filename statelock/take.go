@@ -77,6 +77,9 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 		if err == nil {
 			return h, nil, nil
 		}
+		if errors.Is(err, errRecordChanged) {
+			continue // published, then replaced by someone else: look again
+		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, nil, &initError{err}
 		}
@@ -122,7 +125,8 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 				return h, nil, nil
 			case errors.Is(err, errOFDConflict):
 				return nil, &contention{reason: ReasonOwnerLive, holder: "a holder that is releasing it"}, nil
-			case errors.Is(err, errRecordChanged), errors.Is(err, fs.ErrNotExist):
+			case errors.Is(err, errRecordChanged), errors.Is(err, fs.ErrNotExist),
+				errors.Is(err, exactfs.ErrChangedDuringRead):
 				continue
 			case unsafeType(err):
 				return nil, nil, &unsafeError{err}
@@ -142,6 +146,9 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 		}
 		if err := l.removeJudged(name, s, !sidecar); err != nil {
 			return nil, nil, err
+		}
+		if !sidecar {
+			l.sweepDue = true
 		}
 	}
 	return nil, &contention{reason: ReasonOwnerLive, holder: "a record that kept changing"}, nil
@@ -166,13 +173,17 @@ func (l *locker) removeJudged(name string, judged *snapshot, hooks bool) error {
 }
 
 // exactRemoved maps the outcome of an exact removal: done, already gone, a
-// successor in the way (it keeps the name), or the name freed with our own
-// residue pending are all progress; anything else is a refusal to report.
+// successor in the way (it keeps the name; it may be rewriting it in place
+// at this moment: changed_during_read), a quarantine name taken (nothing
+// was moved), or the name freed with our own residue pending are all
+// progress; anything else is an error the filesystem raised.
 func exactRemoved(err error) error {
 	switch {
 	case err == nil,
 		errors.Is(err, exactfs.ErrNotFound),
 		errors.Is(err, exactfs.ErrIdentityMismatch),
+		errors.Is(err, exactfs.ErrChangedDuringRead),
+		errors.Is(err, exactfs.ErrQuarantineCollision),
 		errors.Is(err, exactfs.ErrCleanupPending):
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -58,6 +59,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "updatekill":
+		if err := updateKillWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "killat":
 		if err := killAtWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
@@ -88,6 +95,21 @@ func killAtWorker() error {
 	}
 	arm()
 	return h.Unlock()
+}
+
+// updateKillWorker runs one Update that writes STATELOCK_DATA and SIGKILLs
+// itself the first time the hook point STATELOCK_KILL_HOOK fires for the
+// state file (a step of the durable write).
+func updateKillWorker() error {
+	state := os.Getenv("STATELOCK_STATE")
+	hook.Set(os.Getenv("STATELOCK_KILL_HOOK"), func(p string) {
+		if filepath.Base(p) == filepath.Base(state) {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	})
+	return Update(context.Background(), state, func([]byte) ([]byte, error) {
+		return []byte(os.Getenv("STATELOCK_DATA")), nil
+	}, WithConfigRoot(os.Getenv("STATELOCK_CONFIG")))
 }
 
 // counterState is the state file the workers share, in the shape the

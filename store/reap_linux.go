@@ -4,14 +4,14 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/internal/idle"
 )
 
 // inspectResidue captures name's identity and, when askIdle, asks the
-// kernel whether any other descriptor for it exists: F_SETLEASE(F_WRLCK) is
-// refused (EAGAIN) while any other process (or this one) has the file open.
-// The lease is dropped at once; it is a probe, not a lock. idle is "" when
-// the kernel proved the file unopened, else the reason it could not.
+// kernel whether any other descriptor for it exists (idle.Unopened: a
+// write lease is refused while any other process, or this one, has the
+// file open). idle is "" when the kernel proved the file unopened, else the
+// reason it could not.
 func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity, string, error) {
 	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
@@ -22,17 +22,6 @@ func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity
 	if err != nil || !askIdle {
 		return id, "", err
 	}
-	idle := ""
-	var probe error
-	err = withFD(f, func(fd int) error {
-		probe = sys.ProbeUnopened(fd)
-		return nil
-	})
-	switch {
-	case probe == sys.ErrWouldBlock:
-		idle = "a process has it open"
-	case probe != nil:
-		idle = "the kernel cannot tell whether it is open (" + probe.Error() + ")"
-	}
-	return id, idle, err
+	why, err := idle.Unopened(f)
+	return id, why, err
 }

@@ -18,6 +18,10 @@ const (
 	// ForceLinkFallback, when set, makes Publish behave as if the
 	// filesystem lacked rename flags (tests of the link fallback).
 	ForceLinkFallback = "exactfs.publish.force-link"
+	// StageCreated fires when the staging file was just created, before
+	// a byte is written to it: a test kills the writer here to leave an
+	// empty staging file.
+	StageCreated = "exactfs.write.stage-created"
 	// BeforeCleanup fires after a write committed and before it removes
 	// what the commit left under a private name (the staging link of the
 	// link fallback, the predecessor ReplaceExpected exchanged out).

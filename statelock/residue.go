@@ -1,0 +1,192 @@
+package statelock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/idle"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// Crash residue of the state file, swept by the next holder of the lock.
+//
+// A writer killed during Update's durable write leaves its staged file
+// .F.<uuid>.replacement (exactfs WriteFile) beside F; a TypeScript peer
+// killed during its write leaves F.tmp-<pid>-<uuid>. Nothing else removes
+// them, so a holder removes them, under the lock, when:
+//   - this acquisition reclaimed the lock from a dead holder (a writer
+//     killed inside the lock is exactly how such files are left), or it is
+//     this process's first acquisition of the lock of F (a crash whose lock
+//     was reclaimed by a caller that does not sweep, or by a version that
+//     did not);
+//   - the file is a regular file with one link, not F itself, and no
+//     process on this host has it open (idle.Unopened: the kernel's write
+//     lease probe; an exactfs writer keeps its staged file open from its
+//     creation to its commit, so an unopened one is a dead writer's);
+//   - for a TypeScript temp file also: its pid is gone or a zombie (the
+//     reference closes its temp file before the rename, so "unopened"
+//     alone does not prove its writer gone);
+//
+// and then by exact unlink of the identity just proved (a file that changes
+// meanwhile survives). Anything else carrying such a name (a symlink, a
+// hard link, a file someone holds open, a live pid, a filesystem where the
+// kernel cannot tell) is kept, and reported with the reason: in
+// Held.Residue for the sweep, in Inspect's Status.Residue for a look.
+// Holding the lock is what makes the proof sufficient: no cooperating
+// writer of F, Go or TypeScript, is between its staging and its commit
+// while we hold it.
+
+// tsTempName matches the suffix of a TypeScript reference worker's temp
+// file after F: ".tmp-<pid>-<uuid>".
+var tsTempName = regexp.MustCompile(`^\.tmp-([1-9][0-9]{0,9})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// isTempName reports whether n is a TypeScript peer's temp file of F.
+func (l *locker) isTempName(n string) bool {
+	rest, ok := strings.CutPrefix(n, l.base)
+	return ok && tsTempName.MatchString(rest)
+}
+
+// tempPid is the writer's pid in a temp file's name.
+func (l *locker) tempPid(n string) int {
+	m := tsTempName.FindStringSubmatch(strings.TrimPrefix(n, l.base))
+	if m == nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// stateResidue reports whether r is staging or temp residue of F itself
+// (the lock's own staging names are Recover's).
+func (l *locker) stateResidue(r Residue) bool {
+	switch r.Kind {
+	case "temp":
+		return true
+	case "staging":
+		dest, _ := exactfs.StagingTarget(r.Name)
+		return dest == l.base
+	}
+	return false
+}
+
+// swept remembers the state files whose lock this process has held once
+// (and so swept once).
+var swept sync.Map // sweptKey -> true
+
+type sweptKey struct {
+	dev, ino uint64 // the directory's
+	base     string
+}
+
+func (l *locker) firstHold() bool {
+	dev, ino := l.dir.Inode()
+	k := sweptKey{dev, ino, l.base}
+	if _, seen := swept.Load(k); seen {
+		return false
+	}
+	_, seen := swept.LoadOrStore(k, true)
+	return !seen
+}
+
+// judgeStateResidue proves what it can about r: the identity to remove,
+// or why it must be kept.
+func (l *locker) judgeStateResidue(r Residue) (exactfs.Identity, string) {
+	f, err := l.dir.OpenFile(r.Name, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, exactfs.ErrReparsePoint):
+		return exactfs.Identity{}, "a symlink: never followed or removed"
+	case errors.Is(err, exactfs.ErrNotRegularFile):
+		return exactfs.Identity{}, "not a regular file"
+	case err != nil:
+		return exactfs.Identity{}, "cannot be opened: " + err.Error()
+	}
+	defer f.Close()
+	_, id, err := exactfs.CaptureFile(f)
+	if err != nil {
+		return exactfs.Identity{}, "cannot be read exactly: " + err.Error()
+	}
+	if id.Nlink != 1 {
+		return id, fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", id.Nlink)
+	}
+	if fi, err := l.dir.Lstat(l.base); err == nil {
+		if cur, ok := fi.Sys().(exactfs.Identity); ok && cur.SameInode(id) {
+			return id, "it is the current state file"
+		}
+	}
+	why, err := idle.Unopened(f)
+	if err != nil {
+		return id, "the kernel's open-file probe failed: " + err.Error()
+	}
+	if why != "" {
+		return id, why
+	}
+	if r.Kind == "temp" {
+		pid := l.tempPid(r.Name)
+		if dead, why := l.pidGone(pid); !dead {
+			return id, fmt.Sprintf("its writer, pid %d, is not provably dead (%s)", pid, why)
+		}
+	}
+	return id, ""
+}
+
+// pidGone reports whether no live process has pid: kill(pid, 0) says
+// ESRCH, or the process is a zombie.
+func (l *locker) pidGone(pid int) (bool, string) {
+	var p liveness.Prober = liveness.System{}
+	if l.judge.Probe != nil {
+		p = l.judge.Probe
+	}
+	err := p.Signal(pid)
+	if errors.Is(err, syscall.ESRCH) {
+		return true, ""
+	}
+	if z, zerr := p.Zombie(pid); zerr == nil && z {
+		return true, ""
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	return false, "the pid exists"
+}
+
+// sweepResidue removes F's crash residue that is provably inert, under the
+// lock we hold, and returns what it found: removed, or kept with the
+// reason. It never fails the acquisition: a directory it cannot read is
+// reported as one kept entry.
+func (l *locker) sweepResidue() []Residue {
+	all, err := l.residue()
+	if err != nil {
+		return []Residue{{Name: l.dir.Name(), Kind: "directory", Note: "kept: the directory could not be read for residue: " + err.Error()}}
+	}
+	var out []Residue
+	for _, r := range all {
+		if !l.stateResidue(r) {
+			continue
+		}
+		id, keep := l.judgeStateResidue(r)
+		if keep == "" {
+			err := l.dir.UnlinkExact(r.Name, id, quarantineName())
+			switch {
+			case err == nil, errors.Is(err, exactfs.ErrCleanupPending):
+				r.Removed, r.Note = true, "removed: unopened and not the state file"
+				if r.Kind == "temp" {
+					r.Note += ", its writer dead"
+				}
+			default:
+				keep = "exact unlink refused: " + err.Error()
+			}
+		}
+		if keep != "" {
+			r.Note = "kept: " + keep
+		}
+		out = append(out, r)
+	}
+	return out
+}
