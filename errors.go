@@ -207,7 +207,9 @@ func describe(c Code) string {
 	case CodeUnsupported:
 		return "unsupported on " + runtime.GOOS
 	}
-	return "input/output error"
+	// io_error is every errno without a code of its own (EIO, ENOSPC,
+	// EROFS, EDQUOT, ...): the wrapped errno says which.
+	return "the filesystem failed the operation"
 }
 
 // codeForErrno maps an errno from a system call to the outcome code.
