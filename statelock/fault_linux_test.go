@@ -245,3 +245,116 @@ func fillInodes(t *testing.T, mnt string) func() {
 		}
 	}
 }
+
+// TestFaultEROFS: the filesystem goes read-only. A remount,ro is refused
+// by Linux while a holder has its record open for writing (testfs proves
+// that), so it can only come between two Updates; while the lock is held,
+// the kernel's own forced read-only (ext4 errors=remount-ro after an error)
+// is what happens, and only an unmount and mount clears it.
+func TestFaultEROFS(t *testing.T) {
+	t.Run("remounted-between-updates", func(t *testing.T) {
+		mnt := testfs.LoopExt4(t, 16)
+		e := faultEnv(t, mnt)
+		if err := e.updateTo(oldState, nil); err != nil {
+			t.Fatal(err)
+		}
+		closeParked()
+		testfs.RemountReadOnly(t, mnt)
+		err := e.updateTo(newState, nil)
+		checkFaultError(t, e, err, syscall.EROFS)
+		checkOldBytes(t, e, oldState)
+		checkNamed(t, e)
+		closeParked()
+		testfs.RemountReadWrite(t, mnt)
+		checkHeals(t, e, healState)
+	})
+	for _, wb := range writeBacks {
+		t.Run("forced-while-held/"+wb.name, func(t *testing.T) {
+			mnt := testfs.LoopExt4With(t, 16, nil, "errors=remount-ro")
+			e := faultEnv(t, mnt)
+			if err := e.updateTo(oldState, nil); err != nil {
+				t.Fatal(err)
+			}
+			wb.before()
+			err := e.updateTo(newState, func() { testfs.ForceReadOnly(t, mnt) })
+			checkFaultError(t, e, err, syscall.EROFS)
+			checkOldBytes(t, e, oldState)
+			checkNamed(t, e)
+			closeParked()
+			testfs.Remount(t, mnt)
+			checkOldBytes(t, e, oldState)
+			checkRevertedLock(t, e)
+			checkNamed(t, e)
+			checkHeals(t, e, healState)
+		})
+	}
+}
+
+// writeBacks are the two states the lock files can be in when a fault
+// that reverts the filesystem (a journal abort, a shutdown without log
+// flush) strikes: written back (a sync just before: what survives is the
+// tombstone of the last release), or only in memory, as after any Update
+// that came less than a writeback interval before (lock files are never
+// fsynced, see the package documentation).
+var writeBacks = []struct {
+	name   string
+	before func()
+}{
+	{"lock-files-written-back", syscall.Sync},
+	{"lock-files-in-memory", func() {}},
+}
+
+// checkRevertedLock describes F.lock after the remount of a reverted
+// filesystem, and stops the test where the known gap of issue 10 item 3
+// is hit: F.lock lost its bytes in the revert (an empty or torn record,
+// written in this boot), and no rule lets the next caller reclaim it.
+func checkRevertedLock(t *testing.T, e *testEnv) {
+	t.Helper()
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil {
+		t.Fatalf("Inspect after the remount: %v", err)
+	}
+	t.Logf("fault table: after the remount F.lock is %s %+v, claim %+v", st.State, st.Holder, st.Claim)
+	if st.State != StateUnreadable {
+		return
+	}
+	_, lerr := TryLock(e.state, e.opts()...)
+	t.Logf("fault table: TryLock after the remount: %v", lerr)
+	t.Skipf("known gap (issue 10 item 3, see notes/issue-10-faults.md): F.lock lost its bytes when the filesystem "+
+		"reverted to its last journal commit (lock files are not fsynced); a malformed record written in this boot "+
+		"is kept forever (SPEC §4.4; the power-loss rule of §4.7 covers only records from before the boot), so the "+
+		"next Update fails until 'exactfs recover' removes it, 30 s later: %v", lerr)
+}
+
+// TestFaultEIOShutdown: the device fails every call with EIO while the lock
+// is held (FS_IOC_SHUTDOWN, as a dying disk or a lost iSCSI path does),
+// then comes back (unmount, mount: journal replay). EIO on one chosen call
+// while the rest works is in the FUSE module faults/.
+func TestFaultEIOShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mk   func(testing.TB, int) string
+	}{
+		{"xfs", testfs.LoopXFS},
+		{"ext4", testfs.LoopExt4},
+	} {
+		for _, wb := range writeBacks {
+			t.Run(tc.name+"/"+wb.name, func(t *testing.T) {
+				mnt := tc.mk(t, 16)
+				e := faultEnv(t, mnt)
+				if err := e.updateTo(oldState, nil); err != nil {
+					t.Fatal(err)
+				}
+				wb.before()
+				err := e.updateTo(newState, func() { testfs.Shutdown(t, mnt) })
+				checkFaultError(t, e, err, syscall.EIO)
+				closeParked()
+				testfs.Remount(t, mnt)
+				checkOldBytes(t, e, oldState)
+				checkRevertedLock(t, e)
+				checkNamed(t, e)
+				checkHeals(t, e, healState)
+			})
+		}
+	}
+}
