@@ -278,7 +278,9 @@ func describe(c Code) string {
 	case CodeUnsupported:
 		return "unsupported on " + runtime.GOOS
 	case CodeIOError, "":
-		return "input/output error"
+		// io_error is every errno without a code of its own (EIO, ENOSPC,
+		// EROFS, EDQUOT, ...): the wrapped errno says which.
+		return "the filesystem failed the operation"
 	}
 	// A code another package added (store, statelock): its name, in words.
 	return strings.ReplaceAll(string(c), "_", " ")

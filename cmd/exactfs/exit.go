@@ -137,6 +137,12 @@ func hintFor(err error, code int) string {
 		return "nothing is at that path"
 	case errors.Is(err, exactfs.ErrCleanupPending):
 		return "the operation is done; the residue listed above is named so that 'exactfs recover' or a reaper can prove and remove it"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the filesystem is full (no space, no inodes, or over quota); free some and run the command again"
+	case errors.Is(err, syscall.EROFS):
+		return "the filesystem is read-only; run the command again once it is writable (after an error, the kernel keeps it read-only until it is unmounted, checked and mounted again)"
+	case errors.Is(err, syscall.EIO):
+		return "the device reported an I/O error (see dmesg); once it works again, 'exactfs status' shows what the lock was left as"
 	}
 	return ""
 }

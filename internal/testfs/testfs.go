@@ -1,6 +1,9 @@
 // Package testfs gives tests real filesystems to run against: a fresh tmpfs,
 // loop-mounted xfs and ext4 images that can be cut off like a power loss and
-// mounted again, and a FUSE mount (bindfs) that rejects rename flags.
+// mounted again, and a FUSE mount (bindfs) that rejects rename flags; and
+// the faults of those filesystems (fault_linux.go): full of data, out of
+// inodes, remounted read-only, forced read-only by the kernel while files
+// are open for writing, shut down (every call fails with EIO).
 //
 // Every helper needs root and some tool from Debian (mount, mkfs.xfs, bindfs,
 // ...). When one is missing, the policy of [Require] applies: the test is

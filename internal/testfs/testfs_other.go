@@ -64,3 +64,49 @@ func RequireUnshare(t testing.TB) {
 	t.Helper()
 	Require(t, "unshare (pid and mount namespaces)", false, notLinux)
 }
+
+// LoopExt4With is unavailable off Linux.
+func LoopExt4With(t testing.TB, sizeMB int, mkfsArgs []string, mountOptions string) string {
+	t.Helper()
+	Require(t, "loop-mounted ext4", false, notLinux)
+	return ""
+}
+
+// FillData is unavailable off Linux.
+func FillData(t testing.TB, dir string) string {
+	t.Helper()
+	Require(t, "a filesystem to fill", false, notLinux)
+	return ""
+}
+
+// FillInodes is unavailable off Linux.
+func FillInodes(t testing.TB, dir string) string {
+	t.Helper()
+	Require(t, "a filesystem to fill", false, notLinux)
+	return ""
+}
+
+// RemountReadOnly is unavailable off Linux.
+func RemountReadOnly(t testing.TB, mountpoint string) {
+	t.Helper()
+	Require(t, "remount", false, notLinux)
+}
+
+// RemountReadWrite is unavailable off Linux.
+func RemountReadWrite(t testing.TB, mountpoint string) {
+	t.Helper()
+	Require(t, "remount", false, notLinux)
+}
+
+// ForceReadOnly is unavailable off Linux.
+func ForceReadOnly(t testing.TB, mountpoint string) {
+	t.Helper()
+	Require(t, "ext4 trigger_fs_error", false, notLinux)
+}
+
+// ForceReadOnlyCommand is unavailable off Linux.
+func ForceReadOnlyCommand(t testing.TB, mountpoint string) string {
+	t.Helper()
+	Require(t, "ext4 trigger_fs_error", false, notLinux)
+	return ""
+}

@@ -1,0 +1,360 @@
+package statelock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/exactfs/exactfs/internal/testfs"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// The fault table of issue 10, item 3: for each fault of a real filesystem
+// (loop-mounted, as root; skipped elsewhere with the reason, failed in CI),
+// Update returns an error that names the path and carries the errno; the
+// state file keeps its old bytes; the lock is free or reclaimable at once;
+// every private name left in the directory is one Inspect names; and once
+// the fault clears, the next Update succeeds with nothing done by hand.
+//
+// Each case logs "fault table:" with the exact error, for the closing note.
+// EIO on chosen calls (a failing fsync, write or rename while everything
+// else works) needs a FUSE layer and lives in the nested module faults/.
+
+// faultEnv is a testEnv whose directory is on the filesystem at mnt; the
+// config root (the host secret) stays off it, so the fault never touches it.
+func faultEnv(t *testing.T, mnt string) *testEnv {
+	t.Helper()
+	// Cleanups run last-registered first: the parked descriptors are
+	// closed before testfs unmounts.
+	t.Cleanup(closeParked)
+	e := &testEnv{dir: filepath.Join(mnt, "d"), configRoot: filepath.Join(t.TempDir(), "config")}
+	if err := os.Mkdir(e.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.state = filepath.Join(e.dir, "state.json")
+	e.lock = e.state + ".lock"
+	e.claim = e.state + ".lock.transition"
+	e.sidecar = e.claim + ".owner"
+	h, err := liveness.LoadHostIdentity(e.configRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.host = h
+	return e
+}
+
+// closeParked closes every descriptor this process parked (park.go), as
+// parkIdle would a second later, so that the filesystem can be remounted
+// or unmounted at once. A process that exits, as a CLI user's does, leaves
+// none.
+func closeParked() {
+	parked.Lock()
+	var all []*parkedFile
+	for _, list := range parked.m {
+		all = append(all, list...)
+	}
+	parked.Unlock()
+	for _, p := range all {
+		p.timer.Stop()
+		p.expire()
+	}
+}
+
+// update runs Update with fn returning next and returns its error.
+func (e *testEnv) updateTo(next string, during func()) error {
+	return Update(context.Background(), e.state, func(old []byte) ([]byte, error) {
+		if during != nil {
+			during()
+		}
+		return []byte(next), nil
+	}, e.opts(WithWait(0))...)
+}
+
+// checkFaultError: err is the fault's errno, and its text names a path of
+// this state file's family and the errno's text.
+func checkFaultError(t *testing.T, e *testEnv, err error, errno syscall.Errno) {
+	t.Helper()
+	t.Logf("fault table: %v", err)
+	if err == nil {
+		t.Fatalf("Update under the fault succeeded, want %v", errno)
+	}
+	if !errors.Is(err, errno) {
+		t.Errorf("Update under the fault: %v; want errors.Is %v (%d)", err, errno, errno)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, e.state) {
+		t.Errorf("error does not name the path %s: %v", e.state, err)
+	}
+	if !strings.Contains(msg, errno.Error()) {
+		t.Errorf("error does not say %q: %v", errno.Error(), err)
+	}
+	if errorsIsLocked(err) {
+		t.Errorf("a filesystem fault reported as contention (ErrLocked): %v", err)
+	}
+}
+
+// checkOldBytes: the state file holds exactly old.
+func checkOldBytes(t *testing.T, e *testEnv, old string) {
+	t.Helper()
+	b, err := os.ReadFile(e.state)
+	if err != nil {
+		t.Fatalf("state file after the fault: %v", err)
+	}
+	if string(b) != old {
+		t.Fatalf("state file after the fault holds %q, want the old %q", b, old)
+	}
+}
+
+// checkNamed: the lock is not held (free, released or stale), the claim is
+// absent or judged crashed, and every entry in the directory besides the
+// state file, F.lock and the recycled claim spare is residue that Inspect
+// names. It returns the residue named, for the table.
+func checkNamed(t *testing.T, e *testEnv) []string {
+	t.Helper()
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil {
+		t.Fatalf("Inspect after the fault: %v", err)
+	}
+	switch st.State {
+	case StateFree, StateReleased, StateStale:
+	default:
+		t.Errorf("lock after the fault is %s (%+v), want free, released or stale", st.State, st.Holder)
+	}
+	if st.Claim.Present && !st.Claim.Crashed {
+		t.Errorf("transition claim after the fault is present and not crashed: %+v", st.Claim)
+	}
+	known := map[string]bool{
+		filepath.Base(e.state):            true,
+		filepath.Base(e.lock):             true,
+		spareName(filepath.Base(e.claim)): true,
+	}
+	if st.Claim.Present {
+		known[filepath.Base(e.claim)] = true
+	}
+	// The sidecar stays as a tombstone after every claim, like F.lock.
+	known[filepath.Base(e.sidecar)] = true
+	var named []string
+	for _, r := range st.Residue {
+		known[r.Name] = true
+		named = append(named, r.Kind+" "+r.Name)
+	}
+	ents, err := os.ReadDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range ents {
+		if !known[de.Name()] {
+			t.Errorf("%s is left in the directory and Inspect does not name it (residue %v)", de.Name(), named)
+		}
+	}
+	sort.Strings(named)
+	return named
+}
+
+// checkHeals: the lock is taken at once (TryLock), and the next Update
+// succeeds and writes its bytes.
+func checkHeals(t *testing.T, e *testEnv, next string) {
+	t.Helper()
+	h, err := TryLock(e.state, e.opts()...)
+	if err != nil {
+		t.Fatalf("TryLock once the fault cleared: %v", err)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatalf("Unlock once the fault cleared: %v", err)
+	}
+	if err := e.updateTo(next, nil); err != nil {
+		t.Fatalf("Update once the fault cleared: %v", err)
+	}
+	if b := mustRead(t, e.state); string(b) != next {
+		t.Fatalf("state after the healing Update: %q, want %q", b, next)
+	}
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateReleased {
+		t.Errorf("lock after the healing Update: %s, want released", st.State)
+	}
+	for _, r := range st.Residue {
+		t.Logf("fault table: residue after healing: %s %s", r.Kind, r.Name)
+	}
+}
+
+const (
+	oldState  = `{"n":1}`
+	newState  = `{"n":2,"pad":"the new bytes of the state file"}`
+	healState = `{"n":3}`
+)
+
+func TestFaultENOSPC(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mount    func(t *testing.T) string
+		fill     func(t *testing.T, mnt string) (clear func())
+		usedLock bool // the lock was taken before the fault: F.lock and the spare exist
+	}{
+		{"data/lock-used", func(t *testing.T) string { return testfs.LoopExt4(t, 16) }, fillData, true},
+		{"data/first-lock", func(t *testing.T) string { return testfs.LoopExt4(t, 16) }, fillData, false},
+		{"inodes/lock-used", mountFewInodes, fillInodes, true},
+		{"inodes/first-lock", mountFewInodes, fillInodes, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt := tc.mount(t)
+			e := faultEnv(t, mnt)
+			if tc.usedLock {
+				if err := e.updateTo(oldState, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(e.state, []byte(oldState), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			clear := tc.fill(t, mnt)
+			err := e.updateTo(newState, nil)
+			checkFaultError(t, e, err, syscall.ENOSPC)
+			checkOldBytes(t, e, oldState)
+			if named := checkNamed(t, e); len(named) > 0 {
+				t.Logf("fault table: residue named: %v", named)
+			}
+			clear()
+			checkHeals(t, e, healState)
+		})
+	}
+}
+
+func mountFewInodes(t *testing.T) string { return testfs.LoopExt4With(t, 16, []string{"-N", "64"}, "") }
+
+func fillData(t *testing.T, mnt string) func() {
+	p := testfs.FillData(t, mnt)
+	return func() {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fillInodes(t *testing.T, mnt string) func() {
+	p := testfs.FillInodes(t, mnt)
+	return func() {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFaultEROFS: the filesystem goes read-only. A remount,ro is refused
+// by Linux while a holder has its record open for writing (testfs proves
+// that), so it can only come between two Updates; while the lock is held,
+// the kernel's own forced read-only (ext4 errors=remount-ro after an error)
+// is what happens, and only an unmount and mount clears it.
+func TestFaultEROFS(t *testing.T) {
+	t.Run("remounted-between-updates", func(t *testing.T) {
+		mnt := testfs.LoopExt4(t, 16)
+		e := faultEnv(t, mnt)
+		if err := e.updateTo(oldState, nil); err != nil {
+			t.Fatal(err)
+		}
+		closeParked()
+		testfs.RemountReadOnly(t, mnt)
+		err := e.updateTo(newState, nil)
+		checkFaultError(t, e, err, syscall.EROFS)
+		checkOldBytes(t, e, oldState)
+		checkNamed(t, e)
+		closeParked()
+		testfs.RemountReadWrite(t, mnt)
+		checkHeals(t, e, healState)
+	})
+	for _, wb := range writeBacks {
+		t.Run("forced-while-held/"+wb.name, func(t *testing.T) {
+			mnt := testfs.LoopExt4With(t, 16, nil, "errors=remount-ro")
+			e := faultEnv(t, mnt)
+			if err := e.updateTo(oldState, nil); err != nil {
+				t.Fatal(err)
+			}
+			wb.before()
+			err := e.updateTo(newState, func() { testfs.ForceReadOnly(t, mnt) })
+			checkFaultError(t, e, err, syscall.EROFS)
+			checkOldBytes(t, e, oldState)
+			checkNamed(t, e)
+			closeParked()
+			testfs.Remount(t, mnt)
+			checkOldBytes(t, e, oldState)
+			checkRevertedLock(t, e)
+			checkNamed(t, e)
+			checkHeals(t, e, healState)
+		})
+	}
+}
+
+// writeBacks are the two states the lock files can be in when a fault
+// that reverts the filesystem (a journal abort, a shutdown without log
+// flush) strikes: written back (a sync just before: what survives is the
+// tombstone of the last release), or only in memory, as after any Update
+// that came less than a writeback interval before (lock files are never
+// fsynced, see the package documentation).
+var writeBacks = []struct {
+	name   string
+	before func()
+}{
+	{"lock-files-written-back", syscall.Sync},
+	{"lock-files-in-memory", func() {}},
+}
+
+// checkRevertedLock describes F.lock after the remount of a reverted
+// filesystem, and stops the test where the known gap of issue 10 item 3
+// is hit: F.lock lost its bytes in the revert (an empty or torn record,
+// written in this boot), and no rule lets the next caller reclaim it.
+func checkRevertedLock(t *testing.T, e *testEnv) {
+	t.Helper()
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil {
+		t.Fatalf("Inspect after the remount: %v", err)
+	}
+	t.Logf("fault table: after the remount F.lock is %s %+v, claim %+v", st.State, st.Holder, st.Claim)
+	if st.State != StateUnreadable {
+		return
+	}
+	_, lerr := TryLock(e.state, e.opts()...)
+	t.Logf("fault table: TryLock after the remount: %v", lerr)
+	t.Skipf("known gap (issue 10 item 3, see notes/issue-10-faults.md): F.lock lost its bytes when the filesystem "+
+		"reverted to its last journal commit (lock files are not fsynced); a malformed record written in this boot "+
+		"is kept forever (SPEC §4.4; the power-loss rule of §4.7 covers only records from before the boot), so the "+
+		"next Update fails until 'exactfs recover' removes it, 30 s later: %v", lerr)
+}
+
+// TestFaultEIOShutdown: the device fails every call with EIO while the lock
+// is held (FS_IOC_SHUTDOWN, as a dying disk or a lost iSCSI path does),
+// then comes back (unmount, mount: journal replay). EIO on one chosen call
+// while the rest works is in the FUSE module faults/.
+func TestFaultEIOShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mk   func(testing.TB, int) string
+	}{
+		{"xfs", testfs.LoopXFS},
+		{"ext4", testfs.LoopExt4},
+	} {
+		for _, wb := range writeBacks {
+			t.Run(tc.name+"/"+wb.name, func(t *testing.T) {
+				mnt := tc.mk(t, 16)
+				e := faultEnv(t, mnt)
+				if err := e.updateTo(oldState, nil); err != nil {
+					t.Fatal(err)
+				}
+				wb.before()
+				err := e.updateTo(newState, func() { testfs.Shutdown(t, mnt) })
+				checkFaultError(t, e, err, syscall.EIO)
+				closeParked()
+				testfs.Remount(t, mnt)
+				checkOldBytes(t, e, oldState)
+				checkRevertedLock(t, e)
+				checkNamed(t, e)
+				checkHeals(t, e, healState)
+			})
+		}
+	}
+}
