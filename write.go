@@ -21,9 +21,9 @@ const (
 	// proved to be the expected predecessor and before the exchange.
 	HookReplaceChecked = "exactfs.replace.checked"
 	// HookCommitted fires once the new file is at the name (renamed,
-	// linked or exchanged in, and the predecessor retired), before the
-	// directory fsync: a successor planted here must not turn the commit
-	// into an error.
+	// linked or exchanged in, and the predecessor retired), after the
+	// AfterCommit callback and before the directory fsync: a successor
+	// planted here must not turn the commit into an error.
 	HookCommitted = "exactfs.write.committed"
 	// HookForceLinkFallback, when set, makes Publish behave as if the
 	// filesystem lacked rename flags (tests of the link fallback).
@@ -200,7 +200,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			}
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return committedWith(id, err, pending)
 }
@@ -223,7 +223,10 @@ func committedWith(id Identity, err, pending error) (Identity, error) {
 // (identity_mismatch means "nothing was changed") would make a
 // compare-and-swap loop apply its update twice. The caller's next
 // compare-and-swap sees the successor.
-func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Identity, error) {
+func finish(op, path string, dirfd int, base string, s *staged, data []byte, o writeOptions) (Identity, error) {
+	if o.afterCommit != nil {
+		o.afterCommit()
+	}
 	hook.Fire(HookCommitted, path)
 	st, err := sys.Lstat(dirfd, base)
 	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
@@ -285,7 +288,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 			return Identity{}, e
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return id, err
 }
@@ -384,7 +387,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 		pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
 			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue(path)}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return committedWith(id, err, pending)
 }
