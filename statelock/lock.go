@@ -300,14 +300,21 @@ func (l *locker) described(c *contention) *contention {
 // F.lock. If the record was changed by someone else, Unlock fails loudly
 // and leaves what is there alone. Unlock closes the descriptor that holds
 // our kernel lock in every case, so a failed release is still visibly over.
-func (h *Held) Unlock() error {
+func (h *Held) Unlock() error { return h.unlock(true) }
+
+// unlock is Unlock; with closeDir false it leaves the locker's directory
+// descriptor open for a write that is still using it (Update's early
+// release), and the caller closes it (h.l.close) once that write is done.
+func (h *Held) unlock(closeDir bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
 	}
 	h.done = true
-	defer h.l.close()
+	if closeDir {
+		defer h.l.close()
+	}
 	start := time.Now()
 	attempts, err := h.l.release(h.rec)
 	if err != nil {
