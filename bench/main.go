@@ -5,7 +5,8 @@
 // JSON counter; each increment = lock, read, durable write [temp file,
 // fsync, rename, fsync of the directory], unlock) under github.com/gofrs/flock,
 // a plain flock(2) on a side file, statelock.Lock with the same hand-written
-// write, and statelock.Update, in one run, interleaved round by round, on
+// write, and statelock.Update (with its default early release, and with the
+// lock held through the directory fsync), in one run, interleaved round by round, on
 // the filesystem of a given directory (and, as root, on a fresh tmpfs and a
 // loop-mounted xfs). It prints one markdown table per filesystem: throughput
 // and its ratio to gofrs/flock, acquire percentiles, hand-offs and CPU.
@@ -269,7 +270,8 @@ func (b *bench) ratio(p int, kind string, val func(runResult) float64) (float64,
 
 func (b *bench) print(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s\n\n", b.fs)
-	fmt.Fprintf(w, "%s, %d cores, %s; %d rounds, interleaved, medians over rounds (ratio: to gofrs/flock in the same round); %s total, %s UTC\n\n",
+	fmt.Fprintf(w, "%s, %d cores, %s; %d rounds, interleaved; each figure is the median over rounds, each ratio the median of the "+
+		"per-round ratios to gofrs/flock (so it need not equal the ratio of two medians); acquire = asked until the old bytes are read; %s, %s UTC\n\n",
 		kernel(), runtime.NumCPU(), runtime.Version(), b.rounds, b.elapsed.Round(time.Second), b.started.UTC().Format("2006-01-02 15:04"))
 	fmt.Fprint(w, "| |")
 	for _, k := range b.kinds {

@@ -21,19 +21,21 @@ import (
 // The four ways of doing one increment that the benchmark compares. Each
 // is: take the lock, read the counter, write it back durably, release.
 const (
-	kindGofrs  = "gofrs"  // github.com/gofrs/flock on STATE.flock + durableWrite
-	kindFlock  = "flock"  // flock(2) on STATE.flock, opened per cycle + durableWrite
-	kindLock   = "lock"   // statelock.Lock + os.ReadFile + durableWrite + Unlock
-	kindUpdate = "update" // statelock.Update (its own Capture and WriteFile)
+	kindGofrs  = "gofrs"       // github.com/gofrs/flock on STATE.flock + durableWrite
+	kindFlock  = "flock"       // flock(2) on STATE.flock, opened per cycle + durableWrite
+	kindLock   = "lock"        // statelock.Lock + os.ReadFile + durableWrite + Unlock
+	kindUpdate = "update"      // statelock.Update (its own Capture and WriteFile; early release)
+	kindHeld   = "update-held" // statelock.Update with WithEarlyRelease(false)
 )
 
-var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate}
+var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate, kindHeld}
 
 var kindTitle = map[string]string{
 	kindGofrs:  "gofrs/flock",
 	kindFlock:  "flock(2)",
 	kindLock:   "statelock.Lock + same write",
 	kindUpdate: "statelock.Update",
+	kindHeld:   "Update, held through fsync",
 }
 
 // workerEnv marks a re-executed copy of this binary as a worker.
@@ -153,6 +155,11 @@ func incrementer(kind, state, configRoot string) (func(step func([]byte) ([]byte
 	case kindUpdate:
 		return func(step func([]byte) ([]byte, error)) error {
 			return statelock.Update(ctx, state, step, opts...)
+		}, nil
+	case kindHeld:
+		held := append(opts, statelock.WithEarlyRelease(false))
+		return func(step func([]byte) ([]byte, error)) error {
+			return statelock.Update(ctx, state, step, held...)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown kind %q (want one of %v)", kind, kinds)
