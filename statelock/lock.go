@@ -300,23 +300,25 @@ func (l *locker) described(c *contention) *contention {
 // F.lock. If the record was changed by someone else, Unlock fails loudly
 // and leaves what is there alone. Unlock closes the descriptor that holds
 // our kernel lock in every case, so a failed release is still visibly over.
-func (h *Held) Unlock() error { return h.unlock(true) }
+func (h *Held) Unlock() error { return h.unlock(false) }
 
-// unlock is Unlock; with closeDir false it leaves the locker's directory
-// descriptor open for a write that is still using it (Update's early
-// release), and the caller closes it (h.l.close) once that write is done.
-func (h *Held) unlock(closeDir bool) error {
+// unlock is Unlock. early is Update's early release: the write is still
+// using the locker's directory descriptor, so it is left open (the caller
+// closes it, h.l.close, once the write is done), and this process has its
+// directory fsync to make before it can come back for the lock, so a
+// queued waiter is woken at once (parkRecord).
+func (h *Held) unlock(early bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
 	}
 	h.done = true
-	if closeDir {
+	if !early {
 		defer h.l.close()
 	}
 	start := time.Now()
-	attempts, err := h.l.release(h.rec)
+	attempts, err := h.l.release(h.rec, early)
 	if err != nil {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 	}
@@ -327,13 +329,13 @@ func (h *Held) unlock(closeDir bool) error {
 // least DefaultWait: giving up on a release is worse than waiting) and
 // rewrites the record. The record's descriptor is closed or parked
 // (parkRecord) after the claim is given back, so waiters woken by its close
-// find the claim free.
-func (l *locker) release(r *heldRecord) (attempts int, err error) {
+// find the claim free; away: see parkRecord.
+func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
 	defer func() {
 		ofdUnlock(r.f)
 		if err == nil {
-			parkRecord(r.f, r.id)
+			parkRecord(r.f, r.id, away)
 		} else {
 			r.f.Close()
 		}

@@ -52,7 +52,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			released, relErr = true, h.unlock(false)
+			released, relErr = true, h.unlock(true)
 		}))
 	}
 	opErr := h.update(fn, wopts...)
