@@ -5,6 +5,7 @@ type WriteOption func(*writeOptions)
 
 type writeOptions struct {
 	beforeCommit func() error
+	afterCommit  func()
 }
 
 // BeforeCommit makes f run once the new bytes are staged and fsynced under
@@ -20,6 +21,18 @@ type writeOptions struct {
 // needs the filesystem to enforce it (a lock the other writers honour).
 func BeforeCommit(f func() error) WriteOption {
 	return func(o *writeOptions) { o.beforeCommit = f }
+}
+
+// AfterCommit makes f run once the new file is at its name (renamed,
+// linked or exchanged in) and before the directory is fsynced: from then on
+// every process sees the change, and it survives a power cut only once that
+// fsync is done. The write still makes that fsync after f returns and
+// reports its result as before. A lock whose holder may let the next
+// holder in as soon as the change is visible releases here (statelock's
+// Update); whoever then depends on durability must wait for the write to
+// return.
+func AfterCommit(f func()) WriteOption {
+	return func(o *writeOptions) { o.afterCommit = f }
 }
 
 func makeOptions(opts []WriteOption) writeOptions {

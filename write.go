@@ -179,7 +179,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			}
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return committedWith(id, err, pending)
 }
@@ -202,7 +202,10 @@ func committedWith(id Identity, err, pending error) (Identity, error) {
 // (identity_mismatch means "nothing was changed") would make a
 // compare-and-swap loop apply its update twice. The caller's next
 // compare-and-swap sees the successor.
-func finish(op, path string, dirfd int, base string, s *staged, data []byte) (Identity, error) {
+func finish(op, path string, dirfd int, base string, s *staged, data []byte, o writeOptions) (Identity, error) {
+	if o.afterCommit != nil {
+		o.afterCommit()
+	}
 	hook.Fire(hook.Committed, path)
 	st, err := sys.Lstat(dirfd, base)
 	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
@@ -264,7 +267,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 			return Identity{}, e
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return id, err
 }
@@ -363,7 +366,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 		pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
 			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue(path)}
 	}
-	id, err := finish(op, path, p.fd, base, s, data)
+	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return committedWith(id, err, pending)
 }

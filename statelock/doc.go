@@ -137,6 +137,52 @@
 // and BenchmarkContendedRatio measure that against flock(2) with the plain
 // durable write.
 //
+// # Early release
+//
+// Update releases the lock right after its rename and fsyncs the directory
+// after that, before it returns (WithEarlyRelease(false) keeps the lock
+// through the fsync): the next holder's read, work and staged fsync
+// overlap this holder's directory fsync, which on a journaling filesystem
+// is a journal commit, the longest step of a cycle. What a crash leaves, by
+// the step this Update (A) had reached:
+//   - before the rename: F holds the old bytes; A has not returned. A
+//     staged file may be left under its private name.
+//   - after the rename, before the release is done: F holds the old bytes
+//     or A's, whole (they were fsynced before they got the name); A has not
+//     returned, so nobody was told "done". A killed holder's lock is
+//     reclaimed at once, as always.
+//   - after the release, before A's directory fsync returns: later holders
+//     may have read A's bytes and renamed their own over them. A power cut
+//     leaves F at some state of the chain old, A, B, ... up to the newest
+//     rename that reached the disk, each whole, and each built by a holder
+//     that read the one before under the lock. Nobody whose fsync had not
+//     returned was told "done"; a holder whose fsync had returned is
+//     covered by the next case.
+//   - after A's directory fsync returned nil: that fsync made the directory
+//     durable as it was at some moment after A's rename, and at every such
+//     moment F named A's file or the file of a later holder who read F
+//     after that rename, with bytes fsynced before they got the name. So
+//     after any crash F holds A's update, or what a later holder made of
+//     it; A returns nil only then.
+//
+// The one property this needs is that fsync of a directory makes durable
+// its entries as they are when it is called, whoever made them: the
+// ordinary rename-then-fsync-the-directory durability. fsync is a call on
+// an inode, not on the caller's history, and ext4 (with or without a
+// journal), xfs, btrfs and APFS (F_FULLFSYNC) give it; on tmpfs nothing
+// survives a power cut either way. Holding the lock through the fsync
+// would add nothing: the next holder would make the same calls, later.
+// (TestEarlyReleaseNextHolderCarriesBytes cuts the power at the new crash
+// point, on ext4 and xfs; TestEarlyReleaseAcknowledgedSurvivePowerCut cuts
+// it under four writers.)
+//
+// If A's directory fsync fails after the release, A cannot tell whether
+// its rename will survive, and later holders may already have built on it:
+// Update returns an error that satisfies errors.Is(err, ErrOutcomeUnknown)
+// and wraps the fsync's durability_failed. Read F again to learn what it
+// holds. A writer that ignores the lock, or replaces F without fsyncing its
+// bytes, can undo a durable update with or without early release.
+//
 // # Not guaranteed
 //
 // The claim rules that use time (a claim younger than one second is never

@@ -312,16 +312,25 @@ func (l *locker) described(c *contention) *contention {
 // F.lock. If the record was changed by someone else, Unlock fails loudly
 // and leaves what is there alone. Unlock closes the descriptor that holds
 // our kernel lock in every case, so a failed release is still visibly over.
-func (h *Held) Unlock() error {
+func (h *Held) Unlock() error { return h.unlock(false) }
+
+// unlock is Unlock. early is Update's early release: the write is still
+// using the locker's directory descriptor, so it is left open (the caller
+// closes it, h.l.close, once the write is done), and this process has its
+// directory fsync to make before it can come back for the lock, so a
+// queued waiter is woken at once (parkRecord).
+func (h *Held) unlock(early bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
 	}
 	h.done = true
-	defer h.l.close()
+	if !early {
+		defer h.l.close()
+	}
 	start := time.Now()
-	attempts, err := h.l.release(h.rec)
+	attempts, err := h.l.release(h.rec, early)
 	if err != nil {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 	}
@@ -332,13 +341,13 @@ func (h *Held) Unlock() error {
 // least DefaultWait: giving up on a release is worse than waiting) and
 // rewrites the record. The record's descriptor is closed or parked
 // (parkRecord) after the claim is given back, so waiters woken by its close
-// find the claim free.
-func (l *locker) release(r *heldRecord) (attempts int, err error) {
+// find the claim free; away: see parkRecord.
+func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
 	defer func() {
 		ofdUnlock(r.f)
 		if err == nil {
-			parkRecord(r.f, r.id)
+			parkRecord(r.f, r.id, away)
 		} else {
 			r.f.Close()
 		}

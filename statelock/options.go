@@ -17,7 +17,10 @@ type config struct {
 	configRoot string
 	host       *liveness.HostIdentity
 	hostLocal  bool
-	probe      liveness.Prober // tests only (withProber)
+	// holdThroughSync: Update keeps the lock until the directory fsync is
+	// done (WithEarlyRelease(false)).
+	holdThroughSync bool
+	probe           liveness.Prober // tests only (withProber)
 }
 
 func newConfig(opts []Option) config {
@@ -49,6 +52,15 @@ func WithHostIdentity(h liveness.HostIdentity) Option {
 // by an old peer) may be judged by its pid. Without it such records are
 // treated as alive forever: on a shared volume they may come from anywhere.
 func WithHostLocal(local bool) Option { return func(c *config) { c.hostLocal = local } }
+
+// WithEarlyRelease says whether Update releases the lock as soon as the new
+// state file is renamed into place, before it fsyncs the directory (on, the
+// default), or only after that fsync (off: the lock is held through both
+// fsyncs, as a hand-written flock + durable write does). Either way Update
+// returns only once the new bytes, or what a later holder made of them,
+// are durable; the package documentation ("Early release") argues why
+// early release keeps that promise. Lock and With ignore it.
+func WithEarlyRelease(on bool) Option { return func(c *config) { c.holdThroughSync = !on } }
 
 // withProber makes the liveness judge ask p instead of the system. Tests use
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on

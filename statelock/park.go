@@ -20,7 +20,9 @@ import (
 // waiter is woken only to find the lock taken again, and while it looks it
 // takes the transition claim from under the process that is re-acquiring.
 // So Unlock decides (parkRecord):
-//   - a waiter has waited longer than bargeWindow: close now, its turn;
+//   - a waiter has waited longer than bargeWindow, or the release is
+//     Update's early one (this process fsyncs before it can come back):
+//     close now, its turn;
 //   - waiters younger than that: park for handoffDelay; if this process
 //     has not taken it back by then, the close wakes the first waiter a
 //     moment later than it would have;
@@ -122,12 +124,16 @@ func (l *locker) takeParked(name string) *os.File {
 
 // parkRecord parks the descriptor of a record we have just released (its
 // OFD lock dropped), for as long as the queue on it allows (see above).
-func parkRecord(f *os.File, id exactfs.Identity) {
+// away says this process is not about to lock again (Update's early
+// release: it has its directory fsync to make first, a journal commit on
+// most disks), so a queued waiter is woken at once instead of after
+// handoffDelay: parking would only delay the hand-off.
+func parkRecord(f *os.File, id exactfs.Identity, away bool) {
 	idle := parkIdle
 	switch anyLock(f.Fd()) {
 	case lockedByWaiter:
 		idle = handoffDelay
-		if queueAheadFd(f.Fd(), ticketNow()-int64(bargeWindow)) {
+		if away || queueAheadFd(f.Fd(), ticketNow()-int64(bargeWindow)) {
 			idle = 0
 		}
 	case lockedByHolder:

@@ -3,15 +3,34 @@ package statelock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/exactfs/exactfs"
 )
 
+// ErrOutcomeUnknown reports an Update whose new bytes were renamed into
+// place and whose lock was released (early release, the default) before
+// the fsync of the directory failed. The state file showed the new bytes
+// to every process, later holders may already have read them and built on
+// them, and whether they survive a power cut is unknown: neither "done" nor
+// "nothing changed". Read the state file again to learn what it holds now.
+// errors.Is finds it; the *exactfs.Error of the failed fsync
+// (durability_failed) is wrapped as well.
+var ErrOutcomeUnknown = errors.New("the outcome of the update is unknown")
+
 // Update is the read-modify-write helper of SPEC §4.6: lock stateFile; read
 // it (nil when absent); call fn; if fn fails, leave the file untouched;
 // otherwise replace it atomically and durably (exactfs WriteFile: a staged
 // file, fsync, rename, fsync of the directory; mode 0600); release.
+//
+// By default the lock is released right after the rename, and the
+// directory is fsynced after that, before Update returns (early release;
+// WithEarlyRelease(false) keeps the lock through the fsync). When Update
+// returns nil, the state file durably holds what fn returned or what a
+// later holder made of it, having read it; the package documentation
+// ("Early release") shows why, crash by crash. If that last fsync fails,
+// the error satisfies errors.Is(err, ErrOutcomeUnknown).
 //
 // A process killed at any instant leaves the state file with the old bytes
 // or the new ones, and a lock that the next caller reclaims at once (its
@@ -24,11 +43,33 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 	if err != nil {
 		return err
 	}
-	opErr := h.update(fn)
-	return errors.Join(opErr, h.Unlock())
+	var (
+		released bool
+		relErr   error
+	)
+	var wopts []exactfs.WriteOption
+	if !h.l.cfg.holdThroughSync {
+		// The write is still using the locker's directory descriptor (its
+		// fsync comes next), so the release leaves it open.
+		wopts = append(wopts, exactfs.AfterCommit(func() {
+			released, relErr = true, h.unlock(true)
+		}))
+	}
+	opErr := h.update(fn, wopts...)
+	if !released {
+		return errors.Join(opErr, h.Unlock())
+	}
+	h.l.close()
+	if opErr != nil {
+		opErr = fmt.Errorf("%w: %s: the new bytes were renamed into place and the lock released, "+
+			"then the directory could not be fsynced: they may not survive a power cut, and later holders "+
+			"may already have read them; read the state file again to see what it holds: %w",
+			ErrOutcomeUnknown, stateFile, opErr)
+	}
+	return errors.Join(opErr, relErr)
 }
 
-func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
+func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.WriteOption) error {
 	d, name := h.l.dir, h.l.base
 	old, err := readState(d, name)
 	if err != nil {
@@ -38,7 +79,7 @@ func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.WriteFile(name, next, 0o600)
+	_, err = d.WriteFile(name, next, 0o600, wopts...)
 	return err
 }
 

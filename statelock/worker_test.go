@@ -41,6 +41,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "early":
+		if err := earlyWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "wait":
 		if err := waitWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

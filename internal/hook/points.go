@@ -11,8 +11,8 @@ const (
 	// proved to be the expected predecessor and before the exchange.
 	ReplaceChecked = "exactfs.replace.checked"
 	// Committed fires once the new file is at the name (renamed, linked or
-	// exchanged in, and the predecessor retired), before the directory
-	// fsync: a successor planted here must not turn the commit into an
+	// exchanged in, and the predecessor retired), after the AfterCommit
+	// callback and before the directory fsync: a successor planted here must not turn the commit into an
 	// error.
 	Committed = "exactfs.write.committed"
 	// ForceLinkFallback, when set, makes Publish behave as if the
