@@ -30,7 +30,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 
 func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 	d, name := h.l.dir, h.l.base
-	old, err := readState(d, name)
+	old, perm, err := readState(d, name)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.WriteFile(name, next, 0o600)
+	_, err = d.WriteFile(name, next, perm)
 	return err
 }
 
@@ -46,11 +46,13 @@ func (h *Held) update(fn func(old []byte) ([]byte, error)) error {
 // is proved regular (a symlink or FIFO planted at F is refused, never read
 // through): exactfs Capture, so a read that overlaps a write by someone who
 // ignores the lock fails (changed_during_read) instead of returning a torn
-// file. Absent means nil.
-func readState(d *exactfs.Dir, name string) ([]byte, error) {
-	data, _, err := d.Capture(name)
+// file. Absent means nil. perm is the mode the successor gets: the file's
+// own permission bits, from the descriptor the bytes were read through, or
+// 0600 for a file that does not exist yet.
+func readState(d *exactfs.Dir, name string) (data []byte, perm fs.FileMode, err error) {
+	data, id, err := d.Capture(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0o600, nil
 	}
-	return data, err
+	return data, id.Mode.Perm(), err
 }

@@ -71,7 +71,7 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	stateFile := args[0]
+	stateFile := resolveSystemSymlinks(args[0])
 	lockOpts := identityOptions(o.configRoot, o.hostLocal)
 	st, err := inspectLock(stateFile, lockOpts)
 	w := e.stdout

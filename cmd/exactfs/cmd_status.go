@@ -87,7 +87,7 @@ func runStatus(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	st, err := inspectLock(args[0], identityOptions(o.configRoot, o.hostLocal))
+	st, err := inspectLock(resolveSystemSymlinks(args[0]), identityOptions(o.configRoot, o.hostLocal))
 	if st == nil {
 		return err
 	}
