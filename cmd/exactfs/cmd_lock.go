@@ -106,7 +106,7 @@ func runLock(e *env, opts any, args []string) error {
 
 // acquire takes the lock, once (--try, --timeout 0) or waiting.
 func acquire(ctx context.Context, stateFile string, f *lockFlags) (*statelock.Held, error) {
-	if f.try || f.timeout.d == 0 {
+	if f.try || (f.timeout.d == 0 && !f.timeout.forever) {
 		return statelock.TryLock(stateFile, f.options()...)
 	}
 	return statelock.Lock(ctx, stateFile, f.options()...)
