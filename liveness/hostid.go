@@ -351,3 +351,41 @@ func parsePlatformUUID(out []byte) (string, error) {
 	}
 	return id, nil
 }
+
+// PeekHostIdentity computes the identity LoadHostIdentity computes for
+// configRoot, but only from a secret that is already there: it creates
+// nothing and changes no mode, and it fails with an error matching
+// fs.ErrNotExist when configRoot holds no secret. Tools use it to tell
+// whether a record that names another host was in fact written on this
+// machine by a process that used a different config root.
+func PeekHostIdentity(configRoot string) (HostIdentity, error) {
+	raw, err := MachineID()
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	if raw, err = normalizeMachineID(raw); err != nil {
+		return HostIdentity{}, err
+	}
+	file := filepath.Join(configRoot, SecretFileName)
+	f, err := openSecretNoFollow(file)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return HostIdentity{}, fmt.Errorf("liveness: installation secret %s is not a regular file (%v)", file, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, secretHexLen+2))
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	secret, err := parseSecret(file, b)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	return deriveHostIdentity(secret, raw), nil
+}

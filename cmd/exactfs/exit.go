@@ -89,6 +89,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, new(emptyOutput)):
 		return exitDataErr
+	case errors.As(err, new(notDoneError)):
+		return exitBusy
 	case errors.As(err, &le) && le.Reason == statelock.ReasonUnsafePathType:
 		return exitUnsafe
 	case isUnsafe(err):
@@ -138,6 +140,10 @@ func hintFor(err error, code int) string {
 		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
 	case code == exitMismatch:
 		return "nothing was changed; run 'exactfs stat' again to see what is there now"
+	case errors.As(err, new(unreadableError)):
+		return "'exactfs recover' removes such a record once it is 30s old and no process holds it, and prints the exact removal of a younger one"
+	case errors.As(err, new(notDoneError)):
+		return "run 'exactfs recover' again later; 'exactfs status' shows what is there now"
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(missingDirError)):
