@@ -39,6 +39,7 @@ type demoOptions struct {
 func init() {
 	register(&command{
 		name:    "demo",
+		local:   true,
 		summary: "watch N processes update one state file while a chaos loop SIGKILLs them: nothing is lost",
 		usage:   "demo [--workers N] [--updates M] [--chaos=false] [--dir DIR]",
 		help: `Start N worker processes (this binary, re-executed) that each apply M

@@ -19,6 +19,7 @@ const (
 	exitOK       = 0
 	exitUsage    = 64 // bad flags or arguments
 	exitDataErr  = 65 // update: CMD printed nothing (EX_DATAERR); the state file is untouched
+	exitUnavail  = 69 // a backend URL whose command (exactfs-etcd) is not installed (EX_UNAVAILABLE)
 	exitIO       = 74 // any other failure: I/O, permissions, nothing there
 	exitBusy     = 75 // the lock is held (or the wait timed out); try again later
 	exitMismatch = 76 // identity mismatch, or the destination exists: nothing was changed
@@ -35,6 +36,7 @@ const exitCodeHelp = `Exit status:
   64   usage error
   65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
        (--allow-empty accepts an empty result)
+  69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
   74   other failure (I/O error, permission denied, nothing at the path)
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
        also: the file changed while it was being read

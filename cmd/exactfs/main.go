@@ -34,6 +34,9 @@ type command struct {
 	usage   string // the synopsis, without "exactfs "
 	help    string // the long help: what it does, flags come from the FlagSet
 	hidden  bool
+	// local marks a command whose arguments are never backend URLs (help,
+	// version, demo, completion, man).
+	local bool
 	// flags builds the subcommand's FlagSet; run receives the parsed set.
 	flags func(fs *flagSet) any
 	run   func(e *env, opts any, args []string) error
@@ -81,8 +84,14 @@ func run(e *env, args []string) int {
 			writeHelp(e.stdout, c)
 			return exitOK
 		}
+		if u := etcdArg(args[1:]); u != "" && !c.local {
+			return handOff(e, u, args) // flags exactfs-etcd knows and exactfs does not
+		}
 		fmt.Fprintf(e.stderr, "exactfs %s: %v\nusage: exactfs %s\nRun 'exactfs %s -h' for details.\n", c.name, err, c.usage, c.name)
 		return exitUsage
+	}
+	if pos := fs.Args(); len(pos) > 0 && !c.local && backendScheme(pos[0]) != "" {
+		return handOff(e, pos[0], args)
 	}
 	err := c.run(e, opts, fs.Args())
 	return report(e, c, err)
@@ -219,6 +228,7 @@ func flagsOf(c *command) []flagDoc {
 func init() {
 	register(&command{
 		name:    "help",
+		local:   true,
 		summary: "show help for exactfs or one command",
 		usage:   "help [COMMAND]",
 		help:    "Print the list of commands and exit codes, or the help of one command.",
