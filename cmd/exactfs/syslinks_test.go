@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // TestTrustedSystemSymlinkRule replays the ownership rule of systemSymlinks
@@ -13,9 +15,7 @@ import (
 // when the link, the directories to it and those to its target are root's
 // and writable by nobody else.
 func TestTrustedSystemSymlinkRule(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the rule trusts only root-owned links")
-	}
+	testfs.RequireRoot(t) // the rule trusts only root-owned links
 	base, err := os.MkdirTemp("/run", "exactfs-syslink-test-")
 	if err != nil {
 		t.Skipf("no root-only place to build links in: %v", err)
