@@ -8,10 +8,12 @@ import (
 	"github.com/exactfs/exactfs"
 )
 
-// Update is the read-modify-write helper of SPEC §4.6: lock stateFile; read
-// it (nil when absent); call fn; if fn fails, leave the file untouched;
-// otherwise replace it atomically and durably (exactfs WriteFile: a staged
-// file, fsync, rename, fsync of the directory; mode 0600); release.
+// Update is the read-modify-write helper: lock stateFile; read it (nil when
+// absent); call fn; if fn fails, leave the file untouched; otherwise replace
+// it atomically and durably (exactfs WriteFile: a staged file, fsync,
+// rename, fsync of the directory); release. The new file keeps the
+// permission bits of the one it replaces (a replace must not silently
+// change who may read the state); a state file Update creates is 0600.
 //
 // A process killed at any instant leaves the state file with the old bytes
 // or the new ones, and a lock that the next caller reclaims at once (its
