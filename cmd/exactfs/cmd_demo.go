@@ -195,7 +195,9 @@ func runDemo(e *env, opts any, args []string) error {
 	} else {
 		o.keep = true
 	}
-	// The demo's directory lives under a directory reached without symlinks.
+	// The demo's directory lives under a directory reached without symlinks,
+	// but for the system's own (macOS puts the temp dir under /var).
+	parent = resolveSystemSymlinks(parent)
 	pd, err := exactfs.OpenDir(parent)
 	if err != nil {
 		return err

@@ -213,6 +213,14 @@ func TestSystemSymlinkPrefix(t *testing.T) {
 	r = runIn(t, t.TempDir(), quick, "", "update", "/var/lock/"+name, "--", "echo", "1")
 	expectCode(t, r, 0, "update /var/lock/NAME")
 	expectCode(t, runIn(t, t.TempDir(), quick, "", "status", "/var/lock/"+name), 0, "status /var/lock/NAME")
+
+	// The demo, whose directory is under a system symlink on macOS.
+	r = runIn(t, t.TempDir(), time.Minute, "", "demo", "--dir", "/var/lock", "--workers", "2", "--updates", "5", "--chaos=false")
+	demos, _ := filepath.Glob(filepath.Join(target, "exactfs-demo-*"))
+	for _, d := range demos {
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	expectCode(t, r, 0, "demo --dir /var/lock")
 }
 
 // TestUntrustedSymlinkAdvice: a symlink of the user's own on the path is
