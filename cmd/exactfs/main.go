@@ -146,7 +146,8 @@ Commands:
 	}
 	fmt.Fprint(w, "\n"+exitCodeHelp+`
 Run 'exactfs help <command>' (or 'exactfs <command> -h') for a command's
-flags and examples. Start with 'exactfs demo'.
+flags and examples. Start with 'exactfs demo'. Shell completion:
+'exactfs completion bash|zsh|fish'; manual page: 'exactfs man'.
 `)
 }
 

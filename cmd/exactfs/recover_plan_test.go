@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,22 +18,7 @@ import (
 // runEnv is runIn with extra environment variables.
 func runEnv(t testing.TB, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), quick)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exactfsBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("exactfs %s: %v", strings.Join(args, " "), err)
-	}
-	return r
+	return runWith(t, dir, quick, "", env, args...)
 }
 
 // killedHolder takes the lock of stateFile in dir with extra flags, then
