@@ -1,7 +1,7 @@
 // Package liveness answers one question for the lock protocols of exactfs:
 // is the process named by an owner record provably gone?
 //
-// A record names its owner by evidence (SPEC §3): the pid, the process start
+// A record names its owner by evidence: the pid, the process start
 // time with the format it was read in, the boot it ran in, the host it ran
 // on, and, in records exactfs writes, the inode of a pidfd for the process
 // and the inode of its pid namespace. [Self] collects that evidence for the

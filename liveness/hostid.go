@@ -380,3 +380,46 @@ func parsePlatformUUID(out []byte) (string, error) {
 	}
 	return id, nil
 }
+
+// PeekHostIdentity computes the identity LoadHostIdentity computes for
+// configRoot, but only from a secret that is already there: it creates
+// nothing and changes no mode, and it fails with an error matching
+// fs.ErrNotExist when configRoot holds no secret. Tools use it to tell
+// whether a record that names another host was in fact written on this
+// machine by a process that used a different config root.
+func PeekHostIdentity(configRoot string) (HostIdentity, error) {
+	raw, err := MachineID()
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	if raw, err = normalizeMachineID(raw); err != nil {
+		return HostIdentity{}, err
+	}
+	// As openConfigRoot does, the configured path is resolved once; the
+	// secret is then opened beneath that descriptor, following no symlink
+	// and refusing anything but a regular file (a FIFO cannot block).
+	resolved, err := filepath.EvalSymlinks(configRoot)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	d, err := exactfs.OpenDir(resolved)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	defer d.Close()
+	file := filepath.Join(configRoot, SecretFileName)
+	f, err := d.OpenFile(SecretFileName, os.O_RDONLY, 0)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, secretHexLen+2))
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	secret, err := parseSecret(file, b)
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	return deriveHostIdentity(secret, raw), nil
+}

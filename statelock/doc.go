@@ -1,7 +1,9 @@
-// Package statelock is the state-file lock of SPEC §4: the on-disk protocol
-// TypeScript peers use to read-modify-write a shared JSON state file F,
-// byte-compatible with them, plus Update (lock, read, transform, durable
-// replace, release).
+// Package statelock is a lock for a shared state file F, and Update (lock,
+// read, transform, durable replace, release) built on it. The lock is an
+// on-disk protocol of small files beside F, the one the TypeScript peers of
+// exactfs use, byte for byte: Go and TypeScript processes exclude each other
+// on one state file, reuse each other's released records and reclaim each
+// other's dead ones.
 //
 // # On disk
 //
@@ -36,7 +38,7 @@
 // no contender ever reads a missing lock as a dead holder.
 //
 // A crashed transition claim is reclaimed when its sidecar proves the
-// taker gone (SPEC §4.3); the reference strands it forever. New records are
+// taker gone; the TypeScript reference strands it forever. New records are
 // published whole (staged, locked, written, renamed without replace), so a
 // kill never leaves an empty record of ours that no rule may reclaim.
 //
@@ -117,10 +119,10 @@
 // live holder. It can:
 //   - a record of ours that reverts to an older live record, or survives
 //     without its tombstone, carries boot_id: a record from an earlier boot
-//     is dead (SPEC §3);
+//     is dead;
 //   - a record that lost its bytes (empty or torn: created, never flushed)
 //     is malformed, and a malformed record last modified before the current
-//     boot cannot belong to a live process (the power-loss rule, SPEC §4.7);
+//     boot cannot belong to a live process (the power-loss rule);
 //     it is reclaimed by exact unlink;
 //   - a claim directory made before the current boot has no live taker and
 //     is reclaimed (exact tree removal), whatever its sidecar says;

@@ -35,17 +35,28 @@ type Held struct {
 // before).
 func (h *Held) Residue() []Residue { return h.residue }
 
-// Token returns the random token of this acquisition, unique per
-// acquisition: a fencing token that state written under the lock can carry,
-// so a later writer can tell which holder wrote it (SPEC §4.7).
+// Token returns the token of this acquisition: the random UUID its owner
+// record carries (the "token" field every peer writes), unique per
+// acquisition. State written under the lock can carry it so that a later
+// reader can tell which acquisition wrote it, and whether that is the one
+// holding the lock now.
+//
+// It is not ordered: comparing two tokens says whether they are the same
+// acquisition, never which came later, so it cannot serve as a fencing
+// token that a storage service compares with the highest it has seen. This
+// lock needs none for its own safety: it has no expiry, and a holder loses
+// it only when it is proved dead, so no live holder is ever superseded.
+// Where holders can be superseded while alive and an ordered token is
+// needed, use store.AcquireLease, whose Lease.Fence strictly increases.
 func (h *Held) Token() string { return h.rec.rec.Token }
 
 // LockPath returns the path of the owner record, F.lock.
 func (h *Held) LockPath() string { return h.l.lockPath }
 
-// Lock acquires the lock of stateFile (the owner record stateFile.lock,
-// SPEC §4), waiting up to the wait budget (DefaultWait, or WithWait) and
-// no longer than ctx allows. A holder that is provably dead is reclaimed at
+// Lock acquires the lock of stateFile (the owner record stateFile.lock),
+// waiting up to the wait budget and no longer than ctx allows. The budget is
+// WithWait's when given; otherwise ctx's deadline when it has one, however
+// far away; otherwise DefaultWait. A holder that is provably dead is reclaimed at
 // once, without waiting out any timeout. On failure the error is a
 // *LockError; errors.Is(err, ErrLocked) when someone held the lock
 // throughout.
@@ -54,7 +65,11 @@ func Lock(ctx context.Context, stateFile string, opts ...Option) (*Held, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := l.acquire(ctx, l.cfg.wait, l.cfg.wait <= 0)
+	budget := l.cfg.wait
+	if _, ok := ctx.Deadline(); ok && !l.cfg.waitSet {
+		budget = WaitForever // the deadline ends the wait
+	}
+	h, err := l.acquire(ctx, budget, budget <= 0)
 	if err != nil {
 		l.close()
 		return nil, err
@@ -352,7 +367,12 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 			r.f.Close()
 		}
 	}()
-	budget := max(l.cfg.wait, DefaultWait)
+	// A lock taken with WaitForever is not released forever: a claim stuck
+	// that long is for a person (Recover), and Unlock must return.
+	budget := DefaultWait
+	if l.cfg.wait > budget && l.cfg.wait != WaitForever {
+		budget = l.cfg.wait
+	}
 	start := time.Now()
 	var bo backoff
 	bo.min, bo.max = claimRetryMin, claimRetryMax

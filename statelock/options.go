@@ -1,19 +1,26 @@
 package statelock
 
 import (
+	"math"
 	"time"
 
 	"github.com/exactfs/exactfs/liveness"
 )
 
-// DefaultWait is the wait budget of Lock, With and Update (SPEC §4.4).
+// DefaultWait is the wait budget of Lock, With and Update when neither
+// WithWait nor a deadline on the context sets one.
 const DefaultWait = 5 * time.Second
+
+// WaitForever, given to WithWait, lets Lock wait as long as it takes: until
+// the lock is taken or the context is done.
+const WaitForever time.Duration = math.MaxInt64
 
 // Option configures a lock call.
 type Option func(*config)
 
 type config struct {
 	wait       time.Duration
+	waitSet    bool // WithWait was given: its budget holds even under a longer ctx deadline
 	configRoot string
 	host       *liveness.HostIdentity
 	hostLocal  bool
@@ -32,8 +39,12 @@ func newConfig(opts []Option) config {
 }
 
 // WithWait sets how long Lock waits for a holder before failing with
-// acquire_timeout. Zero or negative means one attempt, like TryLock.
-func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
+// acquire_timeout; the context can still end the wait earlier. Zero or
+// negative means one attempt, like TryLock; WaitForever means no limit but
+// the context's. Without WithWait, a context with a deadline is the budget
+// (however far away the deadline is), and a context without one waits
+// DefaultWait.
+func WithWait(d time.Duration) Option { return func(c *config) { c.wait, c.waitSet = d, true } }
 
 // WithConfigRoot names the directory holding machine-identity.secret, from
 // which the host id in owner records is derived (SPEC §3). Processes that

@@ -19,10 +19,12 @@ import (
 // (durability_failed) is wrapped as well.
 var ErrOutcomeUnknown = errors.New("the outcome of the update is unknown")
 
-// Update is the read-modify-write helper of SPEC §4.6: lock stateFile; read
-// it (nil when absent); call fn; if fn fails, leave the file untouched;
-// otherwise replace it atomically and durably (exactfs WriteFile: a staged
-// file, fsync, rename, fsync of the directory; mode 0600); release.
+// Update is the read-modify-write helper: lock stateFile; read it (nil when
+// absent); call fn; if fn fails, leave the file untouched; otherwise replace
+// it atomically and durably (exactfs WriteFile: a staged file, fsync,
+// rename, fsync of the directory); release. The new file keeps the
+// permission bits of the one it replaces (a replace must not silently
+// change who may read the state); a state file Update creates is 0600.
 //
 // By default the lock is released right after the rename, and the
 // directory is fsynced after that, before Update returns (early release;
@@ -71,7 +73,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 
 func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.WriteOption) error {
 	d, name := h.l.dir, h.l.base
-	old, err := readState(d, name)
+	old, perm, err := readState(d, name)
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 	if err != nil {
 		return err
 	}
-	_, err = d.WriteFile(name, next, 0o600, wopts...)
+	_, err = d.WriteFile(name, next, perm, wopts...)
 	return err
 }
 
@@ -87,11 +89,13 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 // is proved regular (a symlink or FIFO planted at F is refused, never read
 // through): exactfs Capture, so a read that overlaps a write by someone who
 // ignores the lock fails (changed_during_read) instead of returning a torn
-// file. Absent means nil.
-func readState(d *exactfs.Dir, name string) ([]byte, error) {
-	data, _, err := d.Capture(name)
+// file. Absent means nil. perm is the mode the successor gets: the file's
+// own permission bits, from the descriptor the bytes were read through, or
+// 0600 for a file that does not exist yet.
+func readState(d *exactfs.Dir, name string) (data []byte, perm fs.FileMode, err error) {
+	data, id, err := d.Capture(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0o600, nil
 	}
-	return data, err
+	return data, id.Mode.Perm(), err
 }

@@ -1,5 +1,5 @@
 // Package store is owner-only managed storage bound to one directory, with a
-// lease lock that fences mutations and a reaper for crash residue (SPEC §5).
+// lease lock that fences mutations and a reaper for crash residue.
 //
 // A [Store] is opened on a directory and bound to its device and inode.
 // Every operation takes a path relative to that directory, resolved one
@@ -13,7 +13,7 @@
 // no POSIX ACL) and verified through a descriptor proved to be the object,
 // never by pathname alone; see [ApplyOwnerOnly] and [VerifyOwnerOnly].
 //
-// A [Lease] (SPEC §5.3) is a lock file holding a JSON record with an
+// A [Lease] is a lock file holding a JSON record with an
 // expiry. It is kept alive by a heartbeat, checked by [Lease.AssertOwned],
 // released by rewriting the record through the held descriptor (never by
 // unlinking a name), and taken over by another process only when the record

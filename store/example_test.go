@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -13,43 +14,60 @@ import (
 	"github.com/exactfs/exactfs/store"
 )
 
-// A store fenced by a lease: every mutation proves the lease is still held
-// right before it commits, and compare-and-swap refuses a lost update.
-func Example() {
-	tmp, _ := os.MkdirTemp("", "store-example")
-	defer os.RemoveAll(tmp)
+// Owner-only storage bound to one directory: create once, read with the
+// identity, replace only the version that was read.
+func ExampleOpen() {
+	base, _ := os.MkdirTemp("", "store-example-")
+	defer os.RemoveAll(base)
 
-	s, err := store.Open(filepath.Join(tmp, "state"), store.Create())
+	s, err := store.Open(filepath.Join(base, "secrets"), store.Create()) // 0700, no ACLs, bound to its inode
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer s.Close()
-	lease, err := s.AcquireFence(context.Background(), "migrate")
+	if _, err := s.Publish("token", []byte("secret")); err != nil { // 0600, never replaces
+		log.Fatal(err)
+	}
+	data, id, err := s.ReadExpected("token")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	fmt.Println("fence token:", lease.Fence())
-
-	if _, err := s.Publish("state.json", []byte(`{"v":1}`)); err != nil {
-		fmt.Println(err)
-		return
+	if _, err := s.ReplaceExpected("token", append(data, '!'), id); err != nil {
+		log.Fatal(err)
 	}
-	old, id, _ := s.ReadExpected("state.json")
-	if _, err := s.ReplaceExpected("state.json", []byte(`{"v":2}`), id); err != nil {
-		fmt.Println(err)
-		return
-	}
-	// A second writer still holding the first identity loses, visibly.
-	_, err = s.ReplaceExpected("state.json", []byte(`{"v":"stale"}`), id)
-	fmt.Println(string(old), "then stale write refused:", errors.Is(err, exactfs.ErrIdentityMismatch))
-
-	lease.Release()
-	_, err = s.Publish("other.json", nil)
-	fmt.Println("after release:", errors.Is(err, store.ErrLeaseLost))
+	// A writer still holding the old identity loses, and changes nothing.
+	_, err = s.ReplaceExpected("token", []byte("other"), id)
+	fmt.Println("stale writer refused:", errors.Is(err, exactfs.ErrIdentityMismatch))
+	data, _, _ = s.ReadExpected("token")
+	fmt.Printf("%s\n", data)
 	// Output:
-	// fence token: 1
-	// {"v":1} then stale write refused: true
-	// after release: true
+	// stale writer refused: true
+	// secret!
+}
+
+// A lease with a fencing token that strictly increases from holder to
+// holder, for a resource that must refuse a superseded writer.
+func ExampleAcquireLease() {
+	base, _ := os.MkdirTemp("", "store-example-")
+	defer os.RemoveAll(base)
+	locks := filepath.Join(base, "locks")
+
+	first, err := store.AcquireLease(context.Background(), locks, "migration", store.CreateLocksDir())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := first.AssertOwned(); err != nil {
+		log.Fatal(err) // the lease was lost: stop writing
+	}
+	f1 := first.Fence()
+	first.Release()
+
+	second, err := store.AcquireLease(context.Background(), locks, "migration")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer second.Release()
+	fmt.Println("later holder, larger fence:", second.Fence() > f1)
+	// Output:
+	// later holder, larger fence: true
 }

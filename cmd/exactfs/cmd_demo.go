@@ -39,6 +39,7 @@ type demoOptions struct {
 func init() {
 	register(&command{
 		name:    "demo",
+		local:   true,
 		summary: "watch N processes update one state file while a chaos loop SIGKILLs them: nothing is lost",
 		usage:   "demo [--workers N] [--updates M] [--chaos=false] [--dir DIR]",
 		help: `Start N worker processes (this binary, re-executed) that each apply M
@@ -194,7 +195,9 @@ func runDemo(e *env, opts any, args []string) error {
 	} else {
 		o.keep = true
 	}
-	// The demo's directory lives under a directory reached without symlinks.
+	// The demo's directory lives under a directory reached without symlinks,
+	// but for the system's own (macOS puts the temp dir under /var).
+	parent = resolveSystemSymlinks(parent)
 	pd, err := exactfs.OpenDir(parent)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ func init() {
 	register(&command{
 		name:    "lock",
 		summary: "run a command while holding the lock of a state file",
-		usage:   "lock [--timeout DUR | --try] [--conflict-exit-code N] STATEFILE -- CMD [ARG...]",
+		usage:   "lock [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--mkdir] STATEFILE -- CMD [ARG...]\n       exactfs lock [flags] -c 'CMD' STATEFILE",
 		help: `Take the lock of STATEFILE (the owner record STATEFILE.lock, shared with every
 exactfs and TypeScript peer that uses the same protocol), run CMD, release the
 lock, and exit with CMD's status.
@@ -29,16 +29,30 @@ command exits 75 and says who holds the lock. On a terminal, after a second of
 waiting, a line says who holds it. A symlink, FIFO, socket or device at
 STATEFILE.lock is refused at once (exit 77) and left alone.
 
-CMD runs with EXACTFS_LOCK_PATH (the owner record) and EXACTFS_LOCK_TOKEN (unique
-to this acquisition, usable as a fencing token) in its environment.
+STATEFILE's directory must exist (a mistyped path would otherwise give a lock
+nobody else takes); --mkdir creates it, owner-only. A path through one of the
+system's own symlinks (/var/lock, /var/run; on macOS /tmp, /var, /etc) is
+resolved when every part of that symlink and its target is owned by root and
+writable by no one else; any other symlink on the path is refused (exit 77).
+
+CMD runs with EXACTFS_LOCK_PATH (the owner record) and EXACTFS_LOCK_TOKEN (the
+random token of this acquisition, as in the owner record: it tells this
+acquisition from any other, but is not ordered) in its environment.
+
+Coming from flock(1): -n is --try, -w is --timeout, -E is --conflict-exit-code,
+-c runs a shell command, -q is --quiet. The default wait is 5s, not forever:
+--timeout none waits as long as it takes. There is no shared mode (-s): the
+lock has exactly one holder, and readers need none, because every write
+replaces STATEFILE atomically.
 
 Examples:
   exactfs lock /var/lib/app/state.json -- ./migrate.sh
   exactfs lock --try state.json -- make deploy || echo "someone else is deploying"
-  exactfs lock --timeout 1m --conflict-exit-code 0 state.json -- ./cron-job.sh`,
+  exactfs lock -n -E 0 state.json -- ./cron-job.sh     # skip this run, silently, if one is running
+  exactfs lock --timeout none -c 'make && make install' build.state`,
 		flags: func(fs *flagSet) any {
 			f := &lockFlags{}
-			f.register(fs)
+			f.register(fs, false)
 			return f
 		},
 		run: runLock,
@@ -50,8 +64,11 @@ func runLock(e *env, opts any, args []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	stateFile, argv, err := splitCommand(args)
+	stateFile, argv, err := f.splitCommand(args)
 	if err != nil {
+		return err
+	}
+	if stateFile, err = prepareStateFile(stateFile, f.mkdir); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +76,7 @@ func runLock(e *env, opts any, args []string) error {
 	relay := newSignalRelay(cancel)
 	defer relay.stop()
 
-	stopNotice := waitNotice(e, stateFile, identityOptions(f.configRoot, f.hostLocal))
+	stopNotice := waitNotice(e, stateFile, f)
 	held, err := acquire(ctx, stateFile, f)
 	stopNotice()
 	if err != nil {
@@ -89,7 +106,7 @@ func runLock(e *env, opts any, args []string) error {
 
 // acquire takes the lock, once (--try, --timeout 0) or waiting.
 func acquire(ctx context.Context, stateFile string, f *lockFlags) (*statelock.Held, error) {
-	if f.try || f.timeout.d == 0 {
+	if f.try || (f.timeout.d == 0 && !f.timeout.forever) {
 		return statelock.TryLock(stateFile, f.options()...)
 	}
 	return statelock.Lock(ctx, stateFile, f.options()...)

@@ -35,8 +35,10 @@ alone, printing each action and the evidence for it:
      quarantined owner records at least 15 minutes old are removed by exact
      unlink. A claim whose owner is provably dead is reclaimed too.
   2. A lock whose holder is provably dead is reclaimed by taking the lock once
-     (TryLock) and releasing it, by the library's own rules. A live or
-     unverifiable holder is left alone and reported.
+     (TryLock) and releasing it, by the library's own rules. So is a record
+     this host wrote under another config root (status names it) whose holder
+     is dead when judged with that root's host id. A live or unverifiable
+     holder is left alone and reported, with the safe way out.
   3. Staging files of interrupted writes of STATEFILE are handed to the store's
      reaper, which removes only regular single-link files with a private
      residue name, older than --min-age, that (Linux) no process has open. It
@@ -44,12 +46,17 @@ alone, printing each action and the evidence for it:
      that directory and the ones below it.
 
 Anything else (a claim directory that is not empty, a legacy lock directory,
-a symlink or FIFO at a lock path, a live holder) is left for a person. With
---dry-run nothing is changed and the plan is printed.
+a symlink or FIFO at a lock path, a live holder) is left for a person, and
+each such thing is listed with the reason. With --dry-run nothing is changed
+and the plan is printed; it is the "recover" list of 'exactfs status --json',
+and a real run attempts exactly it.
 
-Exit status: 0 when every action succeeded or there was nothing to do, 76
-when something changed under an action (it was then left alone), 77 for an
-unsafe object at the lock path, 74 for other failures.
+Exit status: 0 when every planned action was done or there was nothing to do
+(what is left for a person does not count), 75 when a planned action was not
+done because its object was in use (a process had the staging file open, the
+lock was taken meanwhile): run it again later, 76 when something changed
+under an action (it was then left alone), 77 for an unsafe object at the lock
+path, 74 for other failures.
 
 Examples:
   exactfs recover --dry-run state.json
@@ -71,9 +78,9 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	stateFile := args[0]
+	stateFile := resolveSystemSymlinks(args[0])
 	lockOpts := identityOptions(o.configRoot, o.hostLocal)
-	st, err := inspectLock(stateFile, lockOpts)
+	st, plan, err := inspectLock(stateFile, lockOpts, currentConfigRoot(o.configRoot), o.minAge)
 	w := e.stdout
 	if err != nil {
 		if st != nil {
@@ -81,65 +88,112 @@ func runRecover(e *env, opts any, args []string) error {
 		}
 		return err
 	}
-	would := ""
 	if o.dryRun {
-		would = "would "
+		for _, p := range plan {
+			fmt.Fprintf(w, "would %s %s\n  evidence: %s\n", strings.ReplaceAll(p.Kind, "-", " "), p.Path, p.Evidence)
+		}
+		writeLeft(w, st, o.minAge)
+		if len(plan) == 0 {
+			fmt.Fprintf(w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+		}
+		return nil
 	}
 	var errs []error
-	acted := false
+	notDone := 0
 
 	// 1. The library's explicit recovery.
-	acts, err := statelock.Recover(stateFile, o.dryRun, lockOpts...)
-	for _, a := range acts {
-		acted = true
-		fmt.Fprintf(w, "%s%s %s\n  evidence: %s\n", would, strings.ReplaceAll(a.Kind, "-", " "), a.Path, a.Evidence)
-		switch {
-		case a.Err != nil:
-			fmt.Fprintf(w, "  refused, nothing removed: %v\n", a.Err)
-			errs = append(errs, a.Err)
-		case a.Done:
-			fmt.Fprintln(w, "  done")
+	if hasLib(plan) {
+		acts, err := statelock.Recover(stateFile, false, lockOpts...)
+		for _, a := range acts {
+			fmt.Fprintf(w, "%s %s\n  evidence: %s\n", strings.ReplaceAll(a.Kind, "-", " "), a.Path, a.Evidence)
+			switch {
+			case a.Err != nil:
+				fmt.Fprintf(w, "  refused, nothing removed: %v\n", a.Err)
+				errs = append(errs, a.Err)
+			case a.Done:
+				fmt.Fprintln(w, "  done")
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
+
+	// 2. A provably dead holder: the library's own reclaim, by taking the
+	// lock once and releasing it. Judged again now: step 1 may have freed
+	// a claim, and anyone may have taken the lock since.
+	for _, p := range plan {
+		if p.Kind != stepReclaim {
+			continue
+		}
+		fmt.Fprintf(w, "reclaim %s by taking the lock once and releasing it\n  evidence: %s\n", p.Path, p.Evidence)
+		tryOpts := lockOpts
+		if p.host != nil {
+			tryOpts = append(append([]statelock.Option{}, lockOpts...), statelock.WithHostIdentity(*p.host))
+		}
+		h, err := statelock.TryLock(stateFile, tryOpts...)
+		switch {
+		case errors.Is(err, statelock.ErrLocked):
+			fmt.Fprintf(w, "  not done, left alone: %v\n", err)
+			notDone++
+		case err != nil:
+			fmt.Fprintf(w, "  failed: %v\n", err)
+			errs = append(errs, err)
+		default:
+			if err := h.Unlock(); err != nil {
+				fmt.Fprintf(w, "  taken, but the release failed: %v\n", err)
+				errs = append(errs, err)
+			} else {
+				fmt.Fprintln(w, "  done: the lock was taken and released; it is free")
+			}
+		}
+	}
+
+	// 3. Staging residue of interrupted writes: the store reaper.
+	n, err := reapStaging(w, stateFile, plan, o)
+	notDone += n
 	if err != nil {
 		errs = append(errs, err)
 	}
+	writeLeft(w, st, o.minAge)
+	if len(plan) == 0 {
+		fmt.Fprintf(w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if notDone > 0 {
+		return notDoneError{notDone}
+	}
+	return nil
+}
 
-	// 2. A provably dead holder: the library's own reclaim.
-	if !o.dryRun {
-		if s, err := statelock.Inspect(stateFile, lockOpts...); err == nil {
-			st.Lock, st.Claim.State = string(s.State), map[bool]string{true: "stale", false: st.Claim.State}[s.Claim.Crashed]
-			if s.Holder != nil && s.State == statelock.StateStale {
-				st.Holder = holderOf(s.Holder)
-			}
+// notDoneError reports planned actions that a real run could not carry
+// out because the object was in use or changed meanwhile (exit 75).
+type notDoneError struct{ n int }
+
+func (e notDoneError) Error() string {
+	return fmt.Sprintf("%d planned action(s) not done: the object is in use or changed meanwhile (see above); nothing else was touched", e.n)
+}
+
+func hasLib(plan []planStep) bool {
+	for _, p := range plan {
+		if p.lib {
+			return true
 		}
 	}
-	switch {
-	case st.Lock == "stale" || st.Claim.State == "stale":
-		acted = true
-		fmt.Fprintf(w, "%sreclaim %s by taking the lock once and releasing it\n  evidence: %s\n", would, st.LockPath, staleEvidence(st))
-		if !o.dryRun {
-			h, err := statelock.TryLock(stateFile, lockOpts...)
-			switch {
-			case errors.Is(err, statelock.ErrLocked):
-				fmt.Fprintf(w, "  left alone: %v\n", err)
-			case err != nil:
-				fmt.Fprintf(w, "  failed: %v\n", err)
-				errs = append(errs, err)
-			default:
-				if err := h.Unlock(); err != nil {
-					fmt.Fprintf(w, "  taken, but the release failed: %v\n", err)
-					errs = append(errs, err)
-				} else {
-					fmt.Fprintln(w, "  done: the lock was taken and released; it is free")
-				}
-			}
-		}
-	case st.Lock == "held":
-		acted = true
+	return false
+}
+
+// writeLeft prints what recover leaves for a person, and why.
+func writeLeft(w io.Writer, st *statusJSON, minAge time.Duration) {
+	switch st.Lock {
+	case "held":
 		fmt.Fprintf(w, "leave %s: held by %s\n", st.LockPath, describeHolder(st.Holder))
-	case st.Lock == "legacy" || st.Lock == "unreadable":
-		acted = true
+		for _, l := range foreignAdvice(st) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	case "legacy", "unreadable":
 		fmt.Fprintf(w, "leave %s: %s: %s\n", st.LockPath, st.Lock, st.Detail)
 		if st.Lock == "unreadable" {
 			// The protocol never reclaims a record it cannot read (it may be
@@ -150,65 +204,77 @@ func runRecover(e *env, opts any, args []string) error {
 			}
 		}
 	}
-	if st.Claim.State == "not_empty" || st.Claim.State == "held" && len(acts) == 0 && st.Claim.AgeMs > 0 {
+	if st.Claim.State == "not_empty" || st.Claim.State == "held" && st.Claim.AgeMs > 0 && !planned(st, "remove-claim") {
 		fmt.Fprintf(w, "leave transition claim (%s): %s\n", strings.ReplaceAll(st.Claim.State, "_", " "), st.Claim.Detail)
 	}
-
-	// 3. Staging residue of interrupted writes: the store reaper.
-	var staging []residueJSON
+	dir := filepath.Dir(st.StateFile)
 	for _, r := range st.Residue {
-		if r.Kind == "staging" {
-			staging = append(staging, r)
+		p := filepath.Join(dir, r.Name)
+		if r.Kind != "staging" || plannedPath(st, p) {
+			continue
+		}
+		switch {
+		case len(stagingToReap(dir, []residueJSON{r}, minAge)) == 0:
+			fmt.Fprintf(w, "leave %s: changed less than --min-age %s ago, or not a regular file with a single link\n", r.Name, minAge)
+		default:
+			err := reaperRefuses(dir)
+			fmt.Fprintf(w, "leave %s: the reaper runs only in an owner-only (0700) directory: %v\n", r.Name, err)
 		}
 	}
-	if len(staging) > 0 {
-		acted = true
-		if err := reapStaging(w, stateFile, staging, o); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !acted {
-		fmt.Fprintf(w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
-	}
-	return errors.Join(errs...)
 }
 
-func staleEvidence(st *statusJSON) string {
-	if st.Holder != nil && st.Lock == "stale" {
-		return fmt.Sprintf("holder pid %d is dead: %s", st.Holder.Pid, st.Holder.Reason)
+func planned(st *statusJSON, kind string) bool {
+	for _, a := range st.Recover {
+		if a.Kind == kind {
+			return true
+		}
 	}
-	return st.Claim.Detail
+	return false
+}
+
+func plannedPath(st *statusJSON, path string) bool {
+	for _, a := range st.Recover {
+		if a.Path == path {
+			return true
+		}
+	}
+	return false
 }
 
 // reapStaging hands the directory to the store reaper, which removes only
-// residue it can prove inert.
-func reapStaging(w io.Writer, stateFile string, staging []residueJSON, o *recoverOptions) error {
-	dirPath := filepath.Dir(stateFile)
-	if o.dryRun {
-		for _, r := range staging {
-			age := time.Duration(r.AgeMs) * time.Millisecond
-			if age < o.minAge {
-				fmt.Fprintf(w, "leave %s: %s old, younger than --min-age %s\n", r.Name, roundAge(age), o.minAge)
-				continue
-			}
-			fmt.Fprintf(w, "would reap %s (%d bytes, %s old) if it is a single-link file no process has open\n", r.Name, r.Size, roundAge(age))
+// residue it can prove inert, and returns how many planned files it kept.
+func reapStaging(w io.Writer, stateFile string, plan []planStep, o *recoverOptions) (notDone int, err error) {
+	want := map[string]bool{}
+	for _, p := range plan {
+		if p.Kind == stepReap {
+			want[p.Path] = true
 		}
-		return nil
 	}
+	if len(want) == 0 {
+		return 0, nil
+	}
+	dirPath := filepath.Dir(stateFile)
 	s, err := store.Open(dirPath)
 	if err != nil {
-		fmt.Fprintf(w, "leave staging residue: %s is not an owner-only store directory, so the reaper does not run there (%v)\n", dirPath, err)
-		return nil
+		return 0, fmt.Errorf("the store reaper cannot run in %s: %w", dirPath, err)
 	}
 	defer s.Close()
 	rep, err := s.Reap(store.ReapMinAge(o.minAge))
 	if rep != nil {
 		for _, p := range rep.Removed {
-			fmt.Fprintf(w, "reaped %s\n", filepath.Join(dirPath, p))
+			full := filepath.Join(dirPath, p)
+			fmt.Fprintf(w, "reaped %s\n", full)
+			delete(want, full)
 		}
 		for _, k := range rep.Kept {
-			fmt.Fprintf(w, "kept %s: %s\n", filepath.Join(dirPath, k.Path), k.Reason)
+			full := filepath.Join(dirPath, k.Path)
+			fmt.Fprintf(w, "kept %s: %s\n", full, k.Reason)
+			if want[full] {
+				notDone++
+			}
 		}
 	}
-	return err
+	// A planned file neither removed nor kept was gone when the reaper
+	// looked: someone else removed it, which is what was wanted.
+	return notDone, err
 }

@@ -6,6 +6,9 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/store"
 )
 
 type statusOptions struct {
@@ -31,9 +34,17 @@ files of interrupted writes, quarantined records, placeholders); and what
 status reads through no-follow, non-blocking descriptors and changes nothing
 beside STATEFILE (like every lock command, it creates the installation secret
 under the config root if there is none yet).
-Exit status: 0 when the lock could be inspected (free or held), 77 when a
-symlink, FIFO, socket or device is at STATEFILE.lock (it is described, not
-opened), 74 when the files cannot be read.
+A lock record that names another host is explained: if it was written on this
+host under another config root (another user's, root's via sudo, a TypeScript
+peer's ~/.gjc), status says which, and judges its holder with that root's host
+id; a dead one is then reclaimed by 'exactfs recover'. For a record of another
+machine it prints the exact removal for a person who knows its holder is gone.
+
+Exit status: 0 when the lock was described (free, released, held, stale,
+legacy), 74 when STATEFILE.lock is not a readable owner record (unreadable: it
+is described; no lock call will take it) or the files cannot be read, 77 when
+a symlink, FIFO, socket or device is at STATEFILE.lock (it is described, not
+opened).
 
 JSON output (--json), one object; fields are added, never renamed or removed:
   {
@@ -55,7 +66,10 @@ JSON output (--json), one object; fields are added, never renamed or removed:
         "kernel": true,                 written by exactfs, backed by a kernel OFD lock
         "age_ms": 3021,                 since the record was written
         "verdict": "alive" | "dead" | "unknown",
-        "reason": "the holder's kernel lock on the record is held"},
+        "reason": "the holder's kernel lock on the record is held",
+        "other_config_root": {          only for a record of another host id that
+          "path": "/home/al/.config/exactfs",  this host wrote under another config root
+          "verdict": "dead", "reason": "..."}},  judged with that root's host id
     "detail": "...",
     "claim": {
         "state": "none" | "held" | "stale" (the next lock call reclaims it)
@@ -65,8 +79,11 @@ JSON output (--json), one object; fields are added, never renamed or removed:
     "residue": [ {"name": ".state.json.<uuid>.replacement",
                   "kind": "staging" | "quarantine" | "placeholder" | "removing",
                   "size": 0, "age_ms": 5000} ],
-    "recover": [ {"kind": "remove-claim", "path": "...", "evidence": "..."} ]
-                                        what 'exactfs recover' would do now
+    "recover": [ {"kind": "remove-claim" | "remove-sidecar" | "remove-lock"
+                        | "remove-placeholder" | "remove-quarantine"
+                        | "reclaim-lock" | "reap-staging",
+                  "path": "...", "evidence": "..."} ]
+                                        exactly what 'exactfs recover --dry-run' lists
   }
 
 Examples:
@@ -87,9 +104,12 @@ func runStatus(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	st, err := inspectLock(args[0], identityOptions(o.configRoot, o.hostLocal))
+	st, _, err := inspectLock(resolveSystemSymlinks(args[0]), identityOptions(o.configRoot, o.hostLocal), currentConfigRoot(o.configRoot), store.DefaultReapAge)
 	if st == nil {
 		return err
+	}
+	if err == nil && st.Lock == "unreadable" {
+		err = unreadableError{st.LockPath, st.Detail}
 	}
 	if o.json {
 		if jerr := json.NewEncoder(e.stdout).Encode(st); jerr != nil {
@@ -119,6 +139,9 @@ func writeStatus(w io.Writer, st *statusJSON) {
 	if st.Holder != nil && st.Lock == "held" {
 		fmt.Fprintf(w, "  start time %s (%s), token %s\n", st.Holder.StartTime, orDash(st.Holder.StartTimeFormat), orDash(st.Holder.Token))
 		fmt.Fprintln(w, "  the lock is respected until its holder releases it or is proved dead")
+		for _, l := range foreignAdvice(st) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	c := st.Claim
 	if c.State == "none" {
@@ -142,6 +165,52 @@ func writeStatus(w io.Writer, st *statusJSON) {
 		for _, a := range st.Recover {
 			fmt.Fprintf(w, "  %s %s (%s)\n", a.Kind, a.Path, a.Evidence)
 		}
+	}
+}
+
+// unreadableError is status's answer for a lock record that cannot be
+// read as one (exit 74): no lock call will take it, and only a person or
+// 'exactfs recover' (for an old one) can clear it.
+type unreadableError struct{ lockPath, detail string }
+
+func (u unreadableError) Error() string {
+	return fmt.Sprintf("%s is not a readable owner record (%s); no lock call will take it", u.lockPath, u.detail)
+}
+
+// foreignAdvice explains a record that names a host other than this one,
+// and the safe ways out, one line each; nil for any other record.
+func foreignAdvice(st *statusJSON) []string {
+	h := st.Holder
+	if h == nil || h.ThisHost || st.Lock != "held" {
+		return nil
+	}
+	id, _ := exactfs.IdentityOf(st.LockPath)
+	rm := fmt.Sprintf("exactfs rm --expect %s %s", id, st.LockPath)
+	if h.HostID == "" {
+		return []string{
+			"the record names no host (an old writer): pids are judged only for records of this host,",
+			"so it is respected until released. If this directory is never shared with another machine,",
+			"pass --host-local and its pid is judged here ('exactfs recover --host-local " + st.StateFile + "').",
+		}
+	}
+	if o := h.OtherConfigRoot; o != nil {
+		lines := []string{
+			"this host wrote it, but under another config root: " + o.Path,
+			"(the host id in a record is derived from the config root's secret, so this command, using",
+			"its own root, cannot recognize it). Judged with that root's id, the holder is " + o.Verdict + ": " + o.Reason + ".",
+		}
+		if o.Verdict == "dead" {
+			lines = append(lines, "'exactfs recover "+st.StateFile+"' reclaims it; give every process that shares this lock one --config-root.")
+		} else {
+			lines = append(lines, "give every process that shares this lock the same --config-root (e.g. --config-root "+o.Path+").")
+		}
+		return lines
+	}
+	return []string{
+		"another host wrote it (no config root on this machine gives its host id): a pid from another",
+		"machine proves nothing here, so the lock is respected until that host releases it. Run",
+		"'exactfs recover' on that host; or, if you know its holder is gone, remove exactly this record:",
+		"  " + rm + "   (exit 76, nothing removed, if it changed meanwhile)",
 	}
 }
 

@@ -13,13 +13,19 @@ func init() {
 	register(&command{
 		name:    "update",
 		summary: "read-modify-write a state file through a command, under its lock, without lost updates",
-		usage:   "update [--timeout DUR | --try] [--conflict-exit-code N] STATEFILE -- CMD [ARG...]",
+		usage:   "update [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--mkdir] [--allow-empty] STATEFILE -- CMD [ARG...]\n       exactfs update [flags] -c 'CMD' STATEFILE",
 		help: `Under the lock of STATEFILE, run CMD with the current contents of STATEFILE on
 its stdin (empty when STATEFILE does not exist). If CMD exits 0, its stdout
 replaces STATEFILE atomically and durably (staged, fsynced, renamed into place,
-directory fsynced; mode 0600), then the lock is released. If CMD exits with
-any other status, STATEFILE is left untouched, CMD's stdout is discarded, and
-exactfs exits with CMD's status. CMD's stderr passes through.
+directory fsynced), then the lock is released. The new file keeps the mode of
+the one it replaces; a new state file is 0600. If CMD exits with any other
+status, STATEFILE is left untouched, CMD's stdout is discarded, and exactfs
+exits with CMD's status. CMD's stderr passes through.
+
+If CMD exits 0 but prints nothing, STATEFILE is left untouched and exactfs
+exits 65: an empty stdout is nearly always a command that wrote its result
+elsewhere (jq -i, sed -i, a redirect) or printed nothing by mistake, and would
+wipe the state. --allow-empty lets it replace STATEFILE with an empty file.
 
 So concurrent updates from any number of shells, cron jobs and processes lose
 nothing: each one sees the result of the previous one. A process killed at any
@@ -28,15 +34,17 @@ and a lock the next caller reclaims at once.
 
 STATEFILE must be a regular file or absent: a symlink, FIFO, socket or device
 there (or at STATEFILE.lock) is refused at once with exit 77 and left alone.
-Locking, signals and exit statuses are as for 'exactfs lock'.
+Locking, signals, the flock-style flags, the directory rule (--mkdir) and
+exit statuses are as for 'exactfs lock'.
 
 Examples:
   echo '{"n":0}' | exactfs write --no-replace counter.json && exactfs update counter.json -- jq -c '.n += 1'
   exactfs update counter.txt -- awk '{ n = $1 } END { print n + 1 }'
-  exactfs update config.json -- python3 edit_config.py --set debug=true`,
+  exactfs update config.json -- python3 edit_config.py --set debug=true
+  exactfs update -c 'jq -c ".runs += 1"' state.json`,
 		flags: func(fs *flagSet) any {
 			f := &lockFlags{}
-			f.register(fs)
+			f.register(fs, true)
 			return f
 		},
 		run: runUpdate,
@@ -49,13 +57,24 @@ type cmdFailed struct{ status int }
 
 func (c cmdFailed) Error() string { return fmt.Sprintf("the command exited with status %d", c.status) }
 
+// emptyOutput is fn's error when CMD exited 0 but printed nothing, and
+// --allow-empty was not given: Update then leaves the state file untouched.
+type emptyOutput struct{ stateFile string }
+
+func (e emptyOutput) Error() string {
+	return fmt.Sprintf("the command exited 0 but printed nothing; %s was left untouched", e.stateFile)
+}
+
 func runUpdate(e *env, opts any, args []string) error {
 	f := opts.(*lockFlags)
 	if err := f.check(); err != nil {
 		return err
 	}
-	stateFile, argv, err := splitCommand(args)
+	stateFile, argv, err := f.splitCommand(args)
 	if err != nil {
+		return err
+	}
+	if stateFile, err = prepareStateFile(stateFile, f.mkdir); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -63,7 +82,7 @@ func runUpdate(e *env, opts any, args []string) error {
 	relay := newSignalRelay(cancel)
 	defer relay.stop()
 
-	stopNotice := waitNotice(e, stateFile, identityOptions(f.configRoot, f.hostLocal))
+	stopNotice := waitNotice(e, stateFile, f)
 	ran := false
 	fn := func(old []byte) ([]byte, error) {
 		stopNotice()
@@ -76,6 +95,9 @@ func runUpdate(e *env, opts any, args []string) error {
 		}
 		if status := childStatus(cmd, cmd.Wait()); status != 0 {
 			return nil, cmdFailed{status}
+		}
+		if out.Len() == 0 && !f.allowEmpty {
+			return nil, emptyOutput{stateFile}
 		}
 		return out.Bytes(), nil
 	}

@@ -9,6 +9,7 @@ import (
 func init() {
 	register(&command{
 		name:    "version",
+		local:   true,
 		summary: "print the version of exactfs",
 		usage:   "version",
 		help:    "Print the module version, the VCS revision it was built from (when known), and the Go toolchain.",

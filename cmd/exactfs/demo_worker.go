@@ -34,6 +34,7 @@ func init() {
 	register(&command{
 		name:    demoWorkerCommand,
 		hidden:  true,
+		local:   true,
 		summary: "one worker of 'exactfs demo' (internal)",
 		usage:   demoWorkerCommand + " --state F --hold-log L --host-id H --worker W --from K --to M",
 		help:    "Apply updates K..M-1 of worker W to the demo's state file, reporting each step on stdout. Started by 'exactfs demo'.",

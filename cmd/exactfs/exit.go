@@ -18,6 +18,8 @@ import (
 const (
 	exitOK       = 0
 	exitUsage    = 64 // bad flags or arguments
+	exitDataErr  = 65 // update: CMD printed nothing (EX_DATAERR); the state file is untouched
+	exitUnavail  = 69 // a backend URL whose command (exactfs-etcd) is not installed (EX_UNAVAILABLE)
 	exitIO       = 74 // any other failure: I/O, permissions, nothing there
 	exitBusy     = 75 // the lock is held (or the wait timed out); try again later
 	exitMismatch = 76 // identity mismatch, or the destination exists: nothing was changed
@@ -32,6 +34,9 @@ const exitCodeHelp = `Exit status:
   N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
        126 if CMD could not be executed, 127 if it was not found)
   64   usage error
+  65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
+       (--allow-empty accepts an empty result)
+  69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
   74   other failure (I/O error, permission denied, nothing at the path)
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
        also: the file changed while it was being read
@@ -84,6 +89,10 @@ func exitCode(err error) int {
 		return int(st)
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.As(err, new(emptyOutput)):
+		return exitDataErr
+	case errors.As(err, new(notDoneError)):
+		return exitBusy
 	case errors.As(err, &le) && le.Reason == statelock.ReasonUnsafePathType:
 		return exitUnsafe
 	case isUnsafe(err):
@@ -121,6 +130,8 @@ func hintFor(err error, code int) string {
 		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
 	case code == exitBusy:
 		return "the file changed while it was read; retry"
+	case code == exitUnsafe && errors.Is(err, exactfs.ErrReparsePoint) && symlinkHintFor(err) != "":
+		return symlinkHintFor(err)
 	case code == exitUnsafe && isLock:
 		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
 	case code == exitUnsafe && errors.Is(err, exactfs.ErrHardLinkUnsupported):
@@ -131,6 +142,14 @@ func hintFor(err error, code int) string {
 		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
 	case code == exitMismatch:
 		return "nothing was changed; run 'exactfs stat' again to see what is there now"
+	case errors.As(err, new(unreadableError)):
+		return "'exactfs recover' removes such a record once it is 30s old and no process holds it, and prints the exact removal of a younger one"
+	case errors.As(err, new(notDoneError)):
+		return "run 'exactfs recover' again later; 'exactfs status' shows what is there now"
+	case errors.As(err, new(emptyOutput)):
+		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
+	case errors.As(err, new(missingDirError)):
+		return "check the path for a typo; create the directory first (mkdir -p), or pass --mkdir to have it created (mode 0700)"
 	case errors.Is(err, exactfs.ErrAtomicUnavailable):
 		return "this filesystem cannot rename without replacing (NFS, some FUSE); run 'exactfs doctor' for details"
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, exactfs.ErrNotFound):
@@ -145,4 +164,14 @@ func hintFor(err error, code int) string {
 		return "the device reported an I/O error (see dmesg); once it works again, 'exactfs status' shows what the lock was left as"
 	}
 	return ""
+}
+
+// symlinkHintFor explains a refusal because of a symlink among the
+// directories of the path err names, or returns "".
+func symlinkHintFor(err error) string {
+	var xe *exactfs.Error
+	if !errors.As(err, &xe) || xe.Path == "" {
+		return ""
+	}
+	return symlinkHint(xe.Path)
 }

@@ -14,8 +14,11 @@ import (
 //
 // name is "" when path names a directory itself (".", "/", "dir/.."), which
 // only stat accepts.
+//
+// A trusted system symlink at the start of path (syslinks.go) is resolved
+// first; any other symlink is refused by the walk.
 func openParent(path string) (d *exactfs.Dir, name string, err error) {
-	clean := filepath.Clean(path)
+	clean := filepath.Clean(resolveSystemSymlinks(path))
 	dir, base := filepath.Split(clean)
 	if base == "" || base == "." || base == ".." || base == string(filepath.Separator) {
 		return nil, "", nil

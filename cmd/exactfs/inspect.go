@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/statelock"
+	"github.com/exactfs/exactfs/store"
 )
 
 // statusJSON is the stable JSON form of "exactfs status --json"; see the
@@ -33,6 +36,9 @@ type holderJSON struct {
 	AgeMs           int64  `json:"age_ms"`
 	Verdict         string `json:"verdict"` // alive, dead, unknown
 	Reason          string `json:"reason"`
+	// OtherConfigRoot is set when the record names another host but was
+	// written on this one, by a process that used another config root.
+	OtherConfigRoot *otherRoot `json:"other_config_root,omitempty"`
 }
 
 type claimJSON struct {
@@ -60,42 +66,146 @@ type actionJSON struct {
 // library would create it, and status must change nothing). An unsafe
 // object at the lock path is described and also returned as an error, for
 // exit 77.
-func inspectLock(stateFile string, opts []statelock.Option) (*statusJSON, error) {
+//
+// Its Recover list is the plan of 'exactfs recover' with the same flags
+// (recoverPlan): status shows what recover --dry-run prints, and a real
+// recover carries out exactly that plan.
+func inspectLock(stateFile string, opts []statelock.Option, configRoot string, minAge time.Duration) (*statusJSON, []planStep, error) {
 	d, _, err := openParent(stateFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d == nil {
-		return nil, usagef("%q names a directory, not a state file", stateFile)
+		return nil, nil, usagef("%q names a directory, not a state file", stateFile)
 	}
 	d.Close()
 	s, err := statelock.Inspect(stateFile, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	plan, err := statelock.Recover(stateFile, true, opts...)
+	lib, err := statelock.Recover(stateFile, true, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := &statusJSON{StateFile: stateFile, LockPath: s.LockPath, Lock: string(s.State), Detail: s.Detail,
 		Residue: []residueJSON{}, Recover: []actionJSON{}}
 	if h := s.Holder; h != nil && h.Pid > 0 && s.State != statelock.StateReleased {
 		st.Holder = holderOf(h)
+		if s.State == statelock.StateHeld && !h.ThisHost && h.HostID != "" {
+			st.Holder.OtherConfigRoot = findOtherRoot(stateFile, h.HostID, configRoot, opts)
+		}
 	}
 	if s.State == statelock.StateLegacy {
 		st.Detail = s.Legacy
 	}
-	for _, a := range plan {
-		st.Recover = append(st.Recover, actionJSON{Kind: a.Kind, Path: a.Path, Evidence: a.Evidence})
-	}
-	st.Claim = claimOf(s.Claim, plan)
+	st.Claim = claimOf(s.Claim, lib)
 	for _, r := range s.Residue {
 		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds()})
 	}
-	if s.State == statelock.StateUnsafe {
-		return st, &exactfs.Error{Op: "status", Path: s.LockPath, Code: exactfs.CodeNotRegularFile, Detail: s.Detail}
+	plan := recoverPlan(stateFile, st, lib, minAge)
+	for _, p := range plan {
+		st.Recover = append(st.Recover, actionJSON{Kind: p.Kind, Path: p.Path, Evidence: p.Evidence})
 	}
-	return st, nil
+	if s.State == statelock.StateUnsafe {
+		return st, plan, &exactfs.Error{Op: "status", Path: s.LockPath, Code: exactfs.CodeNotRegularFile, Detail: s.Detail}
+	}
+	return st, plan, nil
+}
+
+// planStep is one action of 'exactfs recover': a step of statelock.Recover
+// (lib), the reclaim of a lock whose holder is provably dead (host: judged
+// with another config root's identity, else nil), or a staging file for
+// the store reaper.
+type planStep struct {
+	Kind, Path, Evidence string
+	lib                  bool
+	host                 *liveness.HostIdentity
+}
+
+// Kinds of plan steps beyond statelock.Recover's.
+const (
+	stepReclaim = "reclaim-lock" // take the lock once and release it
+	stepReap    = "reap-staging" // the store reaper removes it if no process has it open
+)
+
+// recoverPlan is what 'exactfs recover' does, given what Inspect and a dry
+// run of statelock.Recover found. It only promises what the real run will
+// attempt: a staging file is planned only where the reaper runs (an
+// owner-only directory) and when it is a single-link file older than
+// minAge; whether a process still has it open is the one thing left for
+// the reaper to find out.
+func recoverPlan(stateFile string, st *statusJSON, lib []statelock.Action, minAge time.Duration) []planStep {
+	var plan []planStep
+	claimDone := false
+	for _, a := range lib {
+		plan = append(plan, planStep{Kind: a.Kind, Path: a.Path, Evidence: a.Evidence, lib: true})
+		if a.Kind == "remove-claim" {
+			claimDone = true
+		}
+	}
+	switch {
+	case st.Lock == "stale" && st.Holder != nil:
+		plan = append(plan, planStep{Kind: stepReclaim, Path: st.LockPath,
+			Evidence: fmt.Sprintf("holder pid %d is dead: %s", st.Holder.Pid, st.Holder.Reason)})
+	case st.Claim.State == "stale" && !claimDone:
+		plan = append(plan, planStep{Kind: stepReclaim, Path: st.LockPath, Evidence: st.Claim.Detail})
+	case st.Holder != nil && st.Holder.OtherConfigRoot != nil && st.Holder.OtherConfigRoot.Verdict == "dead":
+		o := st.Holder.OtherConfigRoot
+		plan = append(plan, planStep{Kind: stepReclaim, Path: st.LockPath, host: &o.host,
+			Evidence: fmt.Sprintf("written on this host by a process using config root %s; judged with that root's host id, holder pid %d is dead: %s",
+				o.Path, st.Holder.Pid, o.Reason)})
+	}
+	dir := filepath.Dir(stateFile)
+	if len(stagingToReap(dir, st.Residue, minAge)) == 0 || reaperRefuses(dir) != nil {
+		return plan
+	}
+	for _, c := range stagingToReap(dir, st.Residue, minAge) {
+		plan = append(plan, planStep{Kind: stepReap, Path: c.path, Evidence: fmt.Sprintf(
+			"staging file of an interrupted write, %d bytes, last changed %s ago; removed only if no process has it open",
+			c.id.Size, roundAge(c.age))})
+	}
+	return plan
+}
+
+// stagingCandidate is a staging file the reaper would look at.
+type stagingCandidate struct {
+	path string
+	id   exactfs.Identity
+	age  time.Duration
+}
+
+// stagingToReap returns the staging residue the reaper would consider: a
+// regular file with a single link whose last change (the later of mtime
+// and ctime, as the reaper measures it: an exchange moves only the ctime)
+// is at least minAge ago.
+func stagingToReap(dir string, residue []residueJSON, minAge time.Duration) []stagingCandidate {
+	var out []stagingCandidate
+	for _, r := range residue {
+		if r.Kind != "staging" {
+			continue
+		}
+		p := filepath.Join(dir, r.Name)
+		id, err := exactfs.IdentityOf(p)
+		if err != nil || !id.Mode.IsRegular() || id.Nlink != 1 {
+			continue
+		}
+		age := time.Since(time.Unix(0, max(id.MtimeNs, id.CtimeNs)))
+		if age >= minAge {
+			out = append(out, stagingCandidate{path: p, id: id, age: age})
+		}
+	}
+	return out
+}
+
+// reaperRefuses says why the store reaper cannot run in dir (it runs only
+// in an owner-only directory), or returns nil. It opens and closes the
+// store, which changes nothing.
+func reaperRefuses(dir string) error {
+	s, err := store.Open(dir)
+	if err != nil {
+		return err
+	}
+	return s.Close()
 }
 
 func holderOf(h *statelock.Holder) *holderJSON {

@@ -21,15 +21,37 @@ type lockFlags struct {
 	conflictExit int
 	configRoot   string
 	hostLocal    bool
+	mkdir        bool
+	quiet        bool
+	shell        string // -c: run this through /bin/sh -c instead of CMD [ARG...]
+	shared       bool   // refused: the protocol has no shared mode
+	allowEmpty   bool   // update only: an empty stdout of CMD may replace STATEFILE
 }
 
-func (f *lockFlags) register(fs *flagSet) {
+func (f *lockFlags) register(fs *flagSet, update bool) {
 	f.timeout = durationFlag{d: statelock.DefaultWait}
-	fs.Var(&f.timeout, "timeout", "wait at most `DUR` for the lock (5s, 1m, 2.5); 0 means one attempt")
-	fs.BoolVar(&f.try, "try", false, "make one attempt; if the lock is held, exit 75 at once")
-	fs.IntVar(&f.conflictExit, "conflict-exit-code", exitBusy, "exit with `N` instead of 75 when the lock is busy")
+	fs.Var(&f.timeout, "timeout", "wait at most `DUR` for the lock (5s, 1m, 2.5); 0 means one attempt, none waits\nas long as it takes (flock's default)")
+	fs.Var(&f.timeout, "w", "")
+	fs.BoolVar(&f.try, "try", false, "make one attempt; if the lock is held, exit 75 at once (not with --timeout)")
+	fs.BoolVar(&f.try, "n", false, "")
+	fs.IntVar(&f.conflictExit, "conflict-exit-code", exitBusy, "exit with `N` instead of 75 when the lock is busy; with 0, a busy lock is\nnot an error and nothing is printed")
+	fs.IntVar(&f.conflictExit, "E", exitBusy, "")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing when the lock is busy or the wait times out (other errors are\nstill reported)")
+	fs.BoolVar(&f.quiet, "q", false, "")
+	fs.StringVar(&f.shell, "command", "", "run `CMD` with /bin/sh -c instead of taking CMD [ARG...] after STATEFILE")
+	fs.StringVar(&f.shell, "c", "", "")
+	fs.BoolVar(&f.mkdir, "mkdir", false, "create STATEFILE's directory (0700) if it is missing; without it a missing\ndirectory is an error, so that a typo cannot give a lock nobody else takes")
+	fs.BoolVar(&f.shared, "shared", false, "not available: the lock has exactly one holder, and readers need no lock")
+	fs.BoolVar(&f.shared, "s", false, "")
+	if update {
+		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "let an empty stdout of CMD replace STATEFILE with an empty file (without it,\nan empty stdout is refused and STATEFILE is left untouched)")
+	}
 	registerIdentityFlags(fs, &f.configRoot, &f.hostLocal)
 }
+
+// flagAliases are the short, flock-style spellings of long flags. Help, the
+// man page and the completions show them beside the long name.
+var flagAliases = map[string]string{"w": "timeout", "n": "try", "E": "conflict-exit-code", "q": "quiet", "c": "command", "s": "shared"}
 
 func registerIdentityFlags(fs *flagSet, configRoot *string, hostLocal *bool) {
 	fs.StringVar(configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of this host's id in owner\nrecords (default: $XDG_CONFIG_HOME/exactfs); peers sharing a lock must agree")
@@ -40,8 +62,11 @@ func registerIdentityFlags(fs *flagSet, configRoot *string, hostLocal *bool) {
 func (f *lockFlags) options() []statelock.Option {
 	opts := identityOptions(f.configRoot, f.hostLocal)
 	wait := f.timeout.d
-	if f.try {
+	switch {
+	case f.try:
 		wait = 0
+	case f.timeout.forever:
+		wait = statelock.WaitForever
 	}
 	return append(opts, statelock.WithWait(wait))
 }
@@ -61,21 +86,48 @@ func (f *lockFlags) check() error {
 	if f.conflictExit < 0 || f.conflictExit > 255 {
 		return usagef("--conflict-exit-code must be between 0 and 255, got %d", f.conflictExit)
 	}
+	if f.try && f.timeout.set {
+		return usagef("--try makes one attempt and --timeout %s waits: give one of them", f.timeout.String())
+	}
+	if f.shared {
+		return usagef("--shared is not available: a state-file lock has exactly one holder (one owner\n" +
+			"record, the protocol TypeScript peers share), so there is no shared mode to take. A reader does\n" +
+			"not need one: every write replaces STATEFILE atomically, so a plain read sees the old bytes or\n" +
+			"the new ones, whole")
+	}
 	return nil
 }
 
-// durationFlag is a wait budget: a Go duration ("5s", "1m30s") or a number
-// of seconds ("2.5"), as flock -w takes.
-type durationFlag struct{ d time.Duration }
+// silentOnConflict says whether a busy lock ends the command without a
+// message: asked for with --quiet, or implied by --conflict-exit-code 0,
+// which declares a busy lock a success (a cron job that skips a run).
+func (f *lockFlags) silentOnConflict() bool { return f.quiet || f.conflictExit == 0 }
+
+// durationFlag is a wait budget: a Go duration ("5s", "1m30s"), a number
+// of seconds ("2.5"), as flock -w takes, or "none" for no limit.
+type durationFlag struct {
+	d       time.Duration
+	forever bool
+	set     bool // given on the command line
+}
 
 func (f *durationFlag) String() string {
-	if f == nil {
+	switch {
+	case f == nil:
 		return ""
+	case f.forever:
+		return "none"
 	}
 	return f.d.String()
 }
 
 func (f *durationFlag) Set(s string) error {
+	f.set = true
+	if s == "none" {
+		f.forever, f.d = true, 0
+		return nil
+	}
+	f.forever = false
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
 		if secs < 0 {
 			return errors.New("a negative wait makes no sense")
@@ -85,23 +137,33 @@ func (f *durationFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return fmt.Errorf("want a duration such as 5s, 1m or 2.5, got %q", s)
+		return fmt.Errorf("want a duration such as 5s, 1m or 2.5, or none, got %q", s)
 	}
 	f.d = d
 	return nil
 }
 
-// splitCommand takes "STATEFILE [--] CMD [ARG...]" apart.
-func splitCommand(args []string) (stateFile string, argv []string, err error) {
+// splitCommand takes "STATEFILE [--] CMD [ARG...]" apart, or, with -c,
+// "STATEFILE" alone.
+func (f *lockFlags) splitCommand(args []string) (stateFile string, argv []string, err error) {
 	if len(args) == 0 {
 		return "", nil, usagef("missing STATEFILE")
+	}
+	if f.shell != "" {
+		if len(args) > 1 && !(len(args) == 2 && args[1] == "--") {
+			return "", nil, usagef("-c gives the command; nothing may follow STATEFILE, got %q", args[1:])
+		}
+		if args[0] == "" {
+			return "", nil, usagef("STATEFILE is empty")
+		}
+		return args[0], []string{"/bin/sh", "-c", f.shell}, nil
 	}
 	stateFile, argv = args[0], args[1:]
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
 	if len(argv) == 0 {
-		return "", nil, usagef("missing CMD after STATEFILE (write: STATEFILE -- CMD [ARG...])")
+		return "", nil, usagef("missing CMD after STATEFILE (write: STATEFILE -- CMD [ARG...], or -c 'CMD' STATEFILE)")
 	}
 	if stateFile == "" {
 		return "", nil, usagef("STATEFILE is empty")
@@ -112,10 +174,11 @@ func splitCommand(args []string) (stateFile string, argv []string, err error) {
 // waitNotice prints, on a terminal, who holds the lock while a lock call has
 // waited more than a second, refreshing once a second. stop ends it and
 // clears the line; it is safe to call more than once.
-func waitNotice(e *env, stateFile string, opts []statelock.Option) (stop func()) {
-	if !e.stderrTTY {
+func waitNotice(e *env, stateFile string, f *lockFlags) (stop func()) {
+	if !e.stderrTTY || f.quiet {
 		return func() {}
 	}
+	opts := identityOptions(f.configRoot, f.hostLocal)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -195,7 +258,55 @@ func lockEnv(h *statelock.Held) []string {
 	return []string{"EXACTFS_LOCK_PATH=" + h.LockPath(), "EXACTFS_LOCK_TOKEN=" + h.Token()}
 }
 
-// lockFailure gives a busy failure the caller's exit status.
+// lockFailure gives a busy failure the caller's exit status, silently when
+// the caller asked for that.
 func lockFailure(err error, f *lockFlags) error {
+	if f.silentOnConflict() && exitCode(err) == exitBusy {
+		var le *statelock.LockError
+		if errors.As(err, &le) {
+			return exitStatus(f.conflictExit)
+		}
+	}
 	return withConflictStatus(err, f.conflictExit)
+}
+
+// missingDirError is a state file whose directory does not exist. Lock
+// calls are refused then, unless --mkdir says the directory is meant to be
+// made: a mistyped path would otherwise give a lock nobody else takes.
+type missingDirError struct {
+	dir string
+	err error
+}
+
+func (m missingDirError) Error() string {
+	return fmt.Sprintf("the directory %s does not exist; nothing was created", m.dir)
+}
+func (m missingDirError) Unwrap() error { return m.err }
+
+// prepareStateFile is what a lock command does with STATEFILE before the
+// library sees it: a trusted system symlink on its path is resolved
+// (syslinks.go), and a missing directory is refused unless mkdir is set.
+func prepareStateFile(stateFile string, mkdir bool) (string, error) {
+	p := resolveSystemSymlinks(stateFile)
+	return p, checkStateDir(p, mkdir)
+}
+
+// checkStateDir refuses a state file whose directory is missing, unless
+// mkdir is set (the library then creates it, owner-only).
+func checkStateDir(stateFile string, mkdir bool) error {
+	if mkdir {
+		return nil
+	}
+	d, _, err := openParent(stateFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			dir := filepath.Dir(filepath.Clean(stateFile))
+			return missingDirError{dir: dir, err: err}
+		}
+		return nil // the lock call reports it, with its own words
+	}
+	if d != nil {
+		d.Close()
+	}
+	return nil
 }

@@ -34,6 +34,9 @@ type command struct {
 	usage   string // the synopsis, without "exactfs "
 	help    string // the long help: what it does, flags come from the FlagSet
 	hidden  bool
+	// local marks a command whose arguments are never backend URLs (help,
+	// version, demo, completion, man).
+	local bool
 	// flags builds the subcommand's FlagSet; run receives the parsed set.
 	flags func(fs *flagSet) any
 	run   func(e *env, opts any, args []string) error
@@ -81,8 +84,14 @@ func run(e *env, args []string) int {
 			writeHelp(e.stdout, c)
 			return exitOK
 		}
+		if u := etcdArg(args[1:]); u != "" && !c.local {
+			return handOff(e, u, args) // flags exactfs-etcd knows and exactfs does not
+		}
 		fmt.Fprintf(e.stderr, "exactfs %s: %v\nusage: exactfs %s\nRun 'exactfs %s -h' for details.\n", c.name, err, c.usage, c.name)
 		return exitUsage
+	}
+	if pos := fs.Args(); len(pos) > 0 && !c.local && backendScheme(pos[0]) != "" {
+		return handOff(e, pos[0], args)
 	}
 	err := c.run(e, opts, fs.Args())
 	return report(e, c, err)
@@ -137,7 +146,8 @@ Commands:
 	}
 	fmt.Fprint(w, "\n"+exitCodeHelp+`
 Run 'exactfs help <command>' (or 'exactfs <command> -h') for a command's
-flags and examples. Start with 'exactfs demo'.
+flags and examples. Start with 'exactfs demo'. Shell completion:
+'exactfs completion bash|zsh|fish'; manual page: 'exactfs man'.
 `)
 }
 
@@ -155,32 +165,71 @@ func commandOrder(name string) int {
 
 func writeHelp(w io.Writer, c *command) {
 	fmt.Fprintf(w, "usage: exactfs %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	if c.flags != nil {
-		c.flags(fs)
-	}
 	var flags strings.Builder
-	fs.SetOutput(&flags)
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		arg := "--" + f.Name
-		if name != "" {
-			arg += " " + name
+	for _, f := range flagsOf(c) {
+		arg := "--" + f.name
+		if f.alias != "" {
+			arg = "-" + f.alias + ", " + arg
 		}
-		fmt.Fprintf(&flags, "  %s\n    \t%s", arg, strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(&flags, " (default %s)", f.DefValue)
+		if f.arg != "" {
+			arg += " " + f.arg
+		}
+		fmt.Fprintf(&flags, "  %s\n    \t%s", arg, strings.ReplaceAll(f.usage, "\n", "\n    \t"))
+		if f.def != "" {
+			fmt.Fprintf(&flags, " (default %s)", f.def)
 		}
 		flags.WriteString("\n")
-	})
+	}
 	if flags.Len() > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s", flags.String())
 	}
 }
 
+// flagDoc is one flag of a command as help, the man page and the shell
+// completions present it.
+type flagDoc struct {
+	name, alias string // long name; its short flock-style alias, if any
+	arg         string // the value's placeholder, "" for a boolean
+	usage, def  string
+	isBool      bool
+}
+
+// flagsOf lists the flags of c in name order, aliases folded into the flag
+// they stand for.
+func flagsOf(c *command) []flagDoc {
+	if c.flags == nil {
+		return nil
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(fs)
+	short := map[string]string{}
+	for a, long := range flagAliases {
+		if fs.Lookup(a) != nil && fs.Lookup(long) != nil {
+			short[long] = a
+		}
+	}
+	var out []flagDoc
+	fs.VisitAll(func(f *flag.Flag) {
+		if long, ok := flagAliases[f.Name]; ok && short[long] == f.Name {
+			return
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		d := flagDoc{name: f.Name, alias: short[f.Name], arg: arg, usage: usage}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			d.isBool = true
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			d.def = f.DefValue
+		}
+		out = append(out, d)
+	})
+	return out
+}
+
 func init() {
 	register(&command{
 		name:    "help",
+		local:   true,
 		summary: "show help for exactfs or one command",
 		usage:   "help [COMMAND]",
 		help:    "Print the list of commands and exit codes, or the help of one command.",

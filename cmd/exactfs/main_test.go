@@ -64,10 +64,17 @@ func (r result) String() string {
 // failure, never a stuck test run.
 func runIn(t testing.TB, dir string, timeout time.Duration, stdin string, args ...string) result {
 	t.Helper()
+	return runWith(t, dir, timeout, stdin, nil, args...)
+}
+
+// runWith is runIn with variables added to the environment.
+func runWith(t testing.TB, dir string, timeout time.Duration, stdin string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exactfsBin, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

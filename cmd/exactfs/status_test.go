@@ -14,8 +14,14 @@ import (
 
 func statusOf(t *testing.T, dir, stateFile string) statusJSON {
 	t.Helper()
+	return statusExiting(t, dir, stateFile, 0)
+}
+
+// statusExiting is statusOf for a status that exits with want.
+func statusExiting(t *testing.T, dir, stateFile string, want int) statusJSON {
+	t.Helper()
 	r := runIn(t, dir, quick, "", "status", "--json", stateFile)
-	expectCode(t, r, 0, "status --json")
+	expectCode(t, r, want, "status --json")
 	var st statusJSON
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("status --json is not the documented object: %v\n%s", err, r.stdout)
@@ -140,7 +146,8 @@ func TestRecoverPrintsExactRemovalForUnreadableLock(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if st := statusOf(t, dir, "s"); st.Lock != "unreadable" {
+	// Unreadable is described, and exits 74 as status's help says.
+	if st := statusExiting(t, dir, "s", exitIO); st.Lock != "unreadable" {
 		t.Fatalf("status of an empty lock record: %+v", st)
 	}
 	r := runIn(t, dir, quick, "", "recover", "s")

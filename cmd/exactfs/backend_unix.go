@@ -1,0 +1,18 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// runBackend replaces this process with the backend command: it gets the
+// same arguments, environment, descriptors and process id, so signals,
+// exit status and lock ownership are its own.
+func runBackend(e *env, path string, args []string) int {
+	err := syscall.Exec(path, append([]string{etcdCommand}, args...), os.Environ())
+	fmt.Fprintf(e.stderr, "exactfs %s: cannot run %s: %v\n", args[0], path, err)
+	return exitCannotExec
+}
