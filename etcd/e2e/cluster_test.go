@@ -20,6 +20,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // Roles of a re-executed test binary.
@@ -170,7 +171,7 @@ func (c *cluster) client(t *testing.T, eps ...string) *clientv3.Client {
 	if len(eps) == 0 {
 		eps = c.endpoints()
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func (c *cluster) leader() *member {
 		if m.cmd == nil {
 			continue
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: time.Second})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			continue
 		}

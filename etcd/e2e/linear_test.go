@@ -19,6 +19,7 @@ import (
 	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/locker"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 type lockedWriter struct {
@@ -54,7 +55,7 @@ type opRecord struct {
 }
 
 func newLockClient(eps []string, opts ...etcd.Option) (*etcd.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
 	}
