@@ -1,0 +1,298 @@
+// Command exactfs-etcd is the exactfs CLI on an etcd cluster: lock,
+// update, status and recover for etcd:// and etcds:// URLs. The core
+// exactfs command runs it (with the same arguments) when an argument is
+// such a URL, so that the core module needs no etcd client.
+//
+//	exactfs-etcd update etcd://h1:2379,h2:2379/app/state.json -- jq -c '.n += 1'
+//	exactfs-etcd lock etcd:///app/deploy -- ./deploy.sh     # endpoints in $EXACTFS_ETCD_ENDPOINTS
+//	exactfs-etcd status etcds://h1:2379/app/state.json
+//	exactfs-etcd recover etcd://h1:2379/app/state.json
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/exactfs/exactfs/etcd"
+	"github.com/exactfs/exactfs/locker"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Exit statuses, the core exactfs command's (cmd/exactfs/exit.go).
+const (
+	exitOK       = 0
+	exitUsage    = 64 // bad flags, arguments or URL
+	exitIO       = 74 // any other failure, including a cluster that does not answer
+	exitBusy     = 75 // the lock is held or the wait timed out; or the lock was lost: nothing was written
+	exitMismatch = 76 // the key was changed by a writer that does not take the lock: nothing was written
+	exitNoExec   = 126
+	exitNotFound = 127
+)
+
+const exitHelp = `Exit status:
+  0    success
+  N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
+       126 if CMD could not be executed, 127 if it was not found)
+  64   usage error, or a malformed URL
+  74   other failure: the cluster did not answer within --op-timeout, TLS or
+       permission errors, or a commit whose outcome could not be established
+  75   lock busy or timed out (--conflict-exit-code N overrides); also: the lock
+       was lost (its lease expired) before the commit, and nothing was written
+  76   the key was written by something that does not take the lock; nothing
+       was written
+`
+
+type env struct {
+	prog   string // "exactfs-etcd", or "exactfs" when the core runs us so
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+type command struct {
+	name, usage, summary, help string
+	flags                      func(*flag.FlagSet) any
+	run                        func(e *env, opts any, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+func main() {
+	prog := filepath.Base(os.Args[0])
+	if prog == "" || prog == "." {
+		prog = "exactfs-etcd"
+	}
+	e := &env{prog: prog, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(run(e, os.Args[1:]))
+}
+
+func run(e *env, args []string) int {
+	if len(args) == 0 {
+		overview(e, e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				writeHelp(e, e.stdout, c)
+				return exitOK
+			}
+		}
+		overview(e, e.stdout)
+		return exitOK
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(e.stderr, "%s: %q is not a command for etcd URLs (lock, update, status, recover)\nRun '%s help' for details.\n", e.prog, name, e.prog)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet(e.prog+" "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts := c.flags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeHelp(e, e.stdout, c)
+			return exitOK
+		}
+		return report(e, c, usagef("%v", err))
+	}
+	return report(e, c, c.run(e, opts, fs.Args()))
+}
+
+func overview(e *env, w io.Writer) {
+	fmt.Fprintf(w, "usage: %s COMMAND [FLAGS] etcd://HOST:PORT[,HOST:PORT...]/KEY ...\n\nThe exactfs lock on an etcd cluster.\n\nCommands:\n", e.prog)
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nURLs: etcd://h1:2379,h2:2379/KEY; etcd:///KEY takes the endpoints from\n$%s; etcds:// is TLS ($%s, $%s, $%s).\n\n%s", etcd.EnvEndpoints, etcd.EnvCACert, etcd.EnvCert, etcd.EnvKey, exitHelp)
+}
+
+func writeHelp(e *env, w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: %s %s\n\n%s\n\nFlags:\n", e.prog, c.usage, strings.TrimSpace(c.help))
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(fs)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\n%s", exitHelp)
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitStatus is CMD's status, passed through.
+type exitStatus int
+
+func (s exitStatus) Error() string { return "exit status " + strconv.Itoa(int(s)) }
+
+// busyStatus carries the --conflict-exit-code of a busy failure.
+type busyStatus struct {
+	err    error
+	status int
+}
+
+func (b busyStatus) Error() string { return b.err.Error() }
+func (b busyStatus) Unwrap() error { return b.err }
+
+func exitCode(err error) int {
+	var st exitStatus
+	var ue usageError
+	var urlErr *etcd.URLError
+	var bs busyStatus
+	var uo *etcd.UnknownOutcomeError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &st):
+		return int(st)
+	case errors.As(err, &bs):
+		return bs.status
+	case errors.As(err, &ue), errors.As(err, &urlErr):
+		return exitUsage
+	case errors.As(err, &uo):
+		return exitIO
+	case errors.Is(err, locker.ErrLocked), errors.Is(err, locker.ErrLost):
+		return exitBusy
+	case errors.Is(err, etcd.ErrStateChanged):
+		return exitMismatch
+	}
+	return exitIO
+}
+
+func hintFor(e *env, err error) string {
+	var ua *etcd.UnavailableError
+	var uo *etcd.UnknownOutcomeError
+	switch {
+	case errors.Is(err, locker.ErrLocked):
+		return fmt.Sprintf("the lock is held; retry later, use --timeout to wait longer, or run '%s status URL' to see who holds it", e.prog)
+	case errors.Is(err, locker.ErrLost):
+		return "nothing was written: this process lost the lock (its lease expired: it was paused or cut off from the cluster longer than --ttl); run it again"
+	case errors.Is(err, etcd.ErrStateChanged):
+		return "something wrote the key without taking the lock; find it, then run the update again"
+	case errors.As(err, &uo):
+		return fmt.Sprintf("read the key (%s status URL shows its revision) before running the update again", e.prog)
+	case errors.As(err, &ua):
+		return fmt.Sprintf("check the endpoints and that the cluster is up (a majority of its members must be reachable); --op-timeout waits longer; $%s supplies endpoints for etcd:///KEY", etcd.EnvEndpoints)
+	}
+	return ""
+}
+
+// report prints err for a person and returns the exit status.
+func report(e *env, c *command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(e.stderr, "%s %s: %s\nusage: %s %s\nRun '%s %s -h' for details.\n", e.prog, c.name, ue.msg, e.prog, c.usage, e.prog, c.name)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "%s %s: %v\n", e.prog, c.name, err)
+	if h := hintFor(e, err); h != "" {
+		fmt.Fprintf(e.stderr, "  %s\n", h)
+	}
+	return exitCode(err)
+}
+
+// durationFlag takes "5s", "1m30s" or a number of seconds ("2.5").
+type durationFlag struct{ d time.Duration }
+
+func (f *durationFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return fmt.Errorf("want a duration such as 5s, 1m or 2.5, got %q", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return fmt.Errorf("a negative duration (%s) makes no sense", s)
+	}
+	f.d = d
+	return nil
+}
+
+// clusterFlags are the flags of every command.
+type clusterFlags struct {
+	opTimeout  durationFlag
+	ttl        durationFlag
+	configRoot string
+}
+
+func (f *clusterFlags) register(fs *flag.FlagSet) {
+	f.opTimeout = durationFlag{etcd.DefaultOpTimeout}
+	f.ttl = durationFlag{etcd.DefaultTTL}
+	fs.Var(&f.opTimeout, "op-timeout", "give up on a cluster that does not answer a step within `DUR`")
+	fs.Var(&f.ttl, "ttl", "the session lease: a holder that stops (paused, cut off, killed)\nloses the lock after `DUR` (whole seconds)")
+	fs.StringVar(&f.configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of the host id in holder metadata")
+}
+
+// connect parses the URL and makes the lock client.
+func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
+	if !etcd.IsURL(rawURL) {
+		return nil, nil, nil, usagef("%q is not an etcd URL (want etcd://HOST:PORT/KEY)", rawURL)
+	}
+	t, err := etcd.ParseURL(rawURL, e.getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tlsCfg, err := t.TLSConfig(e.getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   t.Endpoints,
+		DialTimeout: min(f.opTimeout.d, 5*time.Second),
+		TLS:         tlsCfg,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connecting to %s: %w", strings.Join(t.Endpoints, ","), err)
+	}
+	opts = append([]etcd.Option{etcd.WithOpTimeout(f.opTimeout.d), etcd.WithTTL(f.ttl.d)}, opts...)
+	if f.configRoot != "" {
+		opts = append(opts, etcd.WithConfigRoot(f.configRoot))
+	}
+	c := etcd.NewClient(cli, opts...)
+	return c, c.Locker(t.Key), t, nil
+}
+
+// closeClient revokes our session lease and closes the connection.
+func closeClient(c *etcd.Client) {
+	_ = c.Close()
+	_ = c.Etcd().Close()
+}

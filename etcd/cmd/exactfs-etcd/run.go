@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/exactfs/exactfs/etcd"
+	"github.com/exactfs/exactfs/locker"
+)
+
+// lockFlags are the flags of lock and update.
+type lockFlags struct {
+	clusterFlags
+	timeout      durationFlag
+	try          bool
+	conflictExit int
+}
+
+func (f *lockFlags) register(fs *flag.FlagSet) {
+	f.clusterFlags.register(fs)
+	f.timeout = durationFlag{etcd.DefaultWait}
+	fs.Var(&f.timeout, "timeout", "wait at most `DUR` for the lock (5s, 1m, 2.5); 0 means one attempt")
+	fs.BoolVar(&f.try, "try", false, "make one attempt; if the lock is held, exit 75 at once")
+	fs.IntVar(&f.conflictExit, "conflict-exit-code", exitBusy, "exit with `N` instead of 75 when the lock is busy")
+}
+
+func (f *lockFlags) wait() time.Duration {
+	if f.try {
+		return 0
+	}
+	return f.timeout.d
+}
+
+func (f *lockFlags) check() error {
+	if f.conflictExit < 0 || f.conflictExit > 255 {
+		return usagef("--conflict-exit-code must be between 0 and 255, got %d", f.conflictExit)
+	}
+	return nil
+}
+
+// busy gives a contention failure the caller's exit status.
+func (f *lockFlags) busy(err error) error {
+	if err != nil && errors.Is(err, locker.ErrLocked) && f.conflictExit != exitBusy {
+		return busyStatus{err: err, status: f.conflictExit}
+	}
+	return err
+}
+
+// splitCommand takes "URL [--] CMD [ARG...]" apart.
+func splitCommand(args []string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, usagef("missing URL")
+	}
+	u, argv := args[0], args[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return "", nil, usagef("missing CMD after the URL (write: URL -- CMD [ARG...])")
+	}
+	return u, argv, nil
+}
+
+func init() {
+	register(&command{
+		name:    "lock",
+		summary: "run a command while holding the lock of an etcd key",
+		usage:   "lock [--timeout DUR | --try] [--conflict-exit-code N] [--ttl DUR] URL -- CMD [ARG...]",
+		help: `Take the lock of the key named by URL on the etcd cluster, run CMD, release the
+lock, and exit with CMD's status.
+
+The lock is a key under KEY.lock/ bound to this process's session lease,
+kept alive while the process runs; it names the holder (pid, host, since).
+A holder that stops (killed, paused, cut off from the cluster) loses the lock
+when its lease runs out (--ttl). If that happens while CMD runs, CMD is sent
+SIGTERM, since it no longer runs under the lock, and the command exits 75.
+
+CMD runs with EXACTFS_LOCK_URL, EXACTFS_LOCK_KEY (our lock key) and
+EXACTFS_LOCK_TOKEN (the fencing token: the lock key's create revision, which
+grows with each acquisition) in its environment. SIGINT, SIGTERM and SIGHUP
+are forwarded to CMD.
+
+Examples:
+  exactfs lock etcd://10.0.0.1:2379,10.0.0.2:2379/app/deploy -- ./deploy.sh
+  EXACTFS_ETCD_ENDPOINTS=10.0.0.1:2379 exactfs lock --try etcd:///app/cron -- ./job.sh`,
+		flags: func(fs *flag.FlagSet) any { f := &lockFlags{}; f.register(fs); return f },
+		run:   runLock,
+	})
+	register(&command{
+		name:    "update",
+		summary: "read-modify-write an etcd key through a command, under its lock, fenced by the server",
+		usage:   "update [--timeout DUR | --try] [--conflict-exit-code N] [--ttl DUR] URL -- CMD [ARG...]",
+		help: `Under the lock of the key named by URL, run CMD with the key's value on its
+stdin (empty when the key does not exist). If CMD exits 0, its stdout is
+written to the key in one transaction that also releases the lock, and that
+the server applies only if this process still holds the lock (its lock key
+has the same create revision) and the key was not changed since it was read.
+If CMD exits with any other status, nothing is written and the command exits
+with CMD's status.
+
+A holder that lost its lock while CMD ran (it was paused or cut off longer
+than --ttl, and someone else may have taken the lock) writes nothing: the
+command exits 75 and says so. CMD is never run again behind your back.
+
+Examples:
+  exactfs update etcd://10.0.0.1:2379,10.0.0.2:2379/app/state.json -- jq -c '.n += 1'
+  exactfs update etcds://etcd.internal:2379/app/counter -- awk '{ n = $1 } END { print n + 1 }'`,
+		flags: func(fs *flag.FlagSet) any { f := &lockFlags{}; f.register(fs); return f },
+		run:   runUpdate,
+	})
+}
+
+// relay forwards SIGINT, SIGTERM and SIGHUP to CMD once it runs, and
+// cancels the wait for the lock before that.
+type relay struct {
+	ch     chan os.Signal
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	child  *os.Process
+	got    os.Signal
+	done   chan struct{}
+}
+
+func newRelay(cancel context.CancelFunc) *relay {
+	r := &relay{ch: make(chan os.Signal, 4), cancel: cancel, done: make(chan struct{})}
+	signal.Notify(r.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-r.done:
+				return
+			case s := <-r.ch:
+				r.mu.Lock()
+				r.got = s
+				if r.child != nil {
+					_ = r.child.Signal(s)
+				} else {
+					r.cancel()
+				}
+				r.mu.Unlock()
+			}
+		}
+	}()
+	return r
+}
+
+func (r *relay) stop() { signal.Stop(r.ch); close(r.done) }
+
+func (r *relay) setChild(p *os.Process) {
+	r.mu.Lock()
+	r.child = p
+	r.mu.Unlock()
+}
+
+// interrupted is the status for a signal that came while we waited for
+// the lock, or nil.
+func (r *relay) interrupted(e *env, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.got.(syscall.Signal)
+	if !ok {
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "%s %s: interrupted by %v while waiting for the lock; nothing was run\n", e.prog, name, s)
+	return exitStatus(128 + int(s))
+}
+
+// startCmd starts CMD; one that cannot be started gets the shell's
+// statuses (127 not found, 126 not executable).
+func startCmd(e *env, argv []string, stdin io.Reader, stdout io.Writer, extraEnv []string) (*exec.Cmd, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, e.stderr
+	cmd.Env = append(os.Environ(), extraEnv...)
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		st := exitNoExec
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			st = exitNotFound
+		}
+		fmt.Fprintf(e.stderr, "%s: cannot run %s: %v\n", e.prog, argv[0], err)
+		return nil, exitStatus(st)
+	}
+	return cmd, nil
+}
+
+// cmdStatus is a finished CMD's status, 128+n when killed by signal n.
+func cmdStatus(cmd *exec.Cmd) int {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return exitIO
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func lockEnv(t *etcd.Target, h *etcd.Held) []string {
+	return []string{"EXACTFS_LOCK_URL=" + t.URL, "EXACTFS_LOCK_KEY=" + h.Key(), "EXACTFS_LOCK_TOKEN=" + h.Token()}
+}
+
+func runLock(e *env, opts any, args []string) error {
+	f := opts.(*lockFlags)
+	if err := f.check(); err != nil {
+		return err
+	}
+	u, argv, err := splitCommand(args)
+	if err != nil {
+		return err
+	}
+	c, l, t, err := connect(e, &f.clusterFlags, u)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := newRelay(cancel)
+	defer r.stop()
+
+	h, err := l.Acquire(ctx, f.wait())
+	if err != nil {
+		if ierr := r.interrupted(e, "lock"); ierr != nil {
+			return ierr
+		}
+		return f.busy(err)
+	}
+	cmd, err := startCmd(e, argv, e.stdin, e.stdout, lockEnv(t, h))
+	if err != nil {
+		_ = h.Unlock()
+		return err
+	}
+	r.setChild(cmd.Process)
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	var lost error
+	select {
+	case <-waited:
+	case <-h.Lost():
+		lost = h.Err()
+		fmt.Fprintf(e.stderr, "%s lock: %v\n  sending SIGTERM to %s: it no longer runs under the lock\n", e.prog, lost, argv[0])
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-waited
+	}
+	status := cmdStatus(cmd)
+	if lost != nil {
+		return exitStatus(exitBusy)
+	}
+	if uerr := h.Unlock(); uerr != nil {
+		fmt.Fprintf(e.stderr, "%s lock: releasing %s: %v\n", e.prog, h.Key(), uerr)
+		if status == 0 {
+			return fmt.Errorf("the command succeeded, but the lock could not be released: %w", uerr)
+		}
+	}
+	return exitStatus(status)
+}
+
+// cmdFailed is fn's error when CMD exits non-zero.
+type cmdFailed struct{ status int }
+
+func (c cmdFailed) Error() string { return "the command exited with status " + strconv.Itoa(c.status) }
+
+func runUpdate(e *env, opts any, args []string) error {
+	f := opts.(*lockFlags)
+	if err := f.check(); err != nil {
+		return err
+	}
+	u, argv, err := splitCommand(args)
+	if err != nil {
+		return err
+	}
+	c, _, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()))
+	if err != nil {
+		return err
+	}
+	defer closeClient(c)
+	l := c.Locker(t.Key)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := newRelay(cancel)
+	defer r.stop()
+
+	ran := false
+	_, err = l.UpdateCommit(ctx, func(old []byte) ([]byte, error) {
+		ran = true
+		var out bytes.Buffer
+		cmd, err := startCmd(e, argv, bytes.NewReader(old), &out, []string{"EXACTFS_LOCK_URL=" + t.URL})
+		if err != nil {
+			return nil, err
+		}
+		r.setChild(cmd.Process)
+		_ = cmd.Wait()
+		r.setChild(nil)
+		if st := cmdStatus(cmd); st != 0 {
+			return nil, cmdFailed{st}
+		}
+		return out.Bytes(), nil
+	})
+	if err == nil {
+		return nil
+	}
+	var cf cmdFailed
+	var st exitStatus
+	switch {
+	case !ran:
+		if ierr := r.interrupted(e, "update"); ierr != nil {
+			return ierr
+		}
+		return f.busy(err)
+	case errors.As(err, &cf):
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				if !errors.As(x, &cf) {
+					fmt.Fprintf(e.stderr, "%s update: %v\n", e.prog, x)
+				}
+			}
+		}
+		return exitStatus(cf.status)
+	case errors.As(err, &st):
+		return st
+	}
+	if errors.Is(err, locker.ErrLost) {
+		return fmt.Errorf("%w; the command's output was discarded", err)
+	}
+	return err
+}

@@ -1,0 +1,39 @@
+// Package etcd is the exactfs lock on an etcd cluster: the interface of
+// package locker (Lock, TryLock, Unlock, Update, Inspect, Lost) for
+// processes on several machines sharing one state value, with the fence
+// enforced by the server.
+//
+// # Keys
+//
+// A lock is named by its state key K (the path of an etcd:// URL). Its
+// queue lives under the prefix K + ".lock/": every contender puts one key
+// there, bound to its session lease, whose value is the holder metadata
+// (pid, host, since, and the liveness evidence of package liveness). The
+// contender whose key has the smallest create revision holds the lock; the
+// others each watch the key just ahead of theirs and look again when it is
+// deleted. The create revision of the holder's key is its fencing token.
+//
+// # The fence
+//
+// Update reads K in the same transaction that queues or confirms the lock,
+// calls fn once, and commits in one transaction that writes K and deletes the
+// lock key only if the lock key still has our create revision and K still has
+// the mod revision we read. A holder whose lease expired (it was paused,
+// partitioned, or its keepalives stopped) has no lock key any more, so its
+// commit writes nothing and Update returns an error matching locker.ErrLost.
+// fn is never called again behind the caller's back.
+//
+// A commit whose answer is lost (the member died, the leader changed) is
+// resolved, not retried blindly: while our lock key exists the commit did
+// not apply and the identical transaction is sent again (its compares make a
+// second application impossible); once the key is gone, the revision that
+// deleted it tells whether our write applied (K was written in that very
+// revision) or the lease expired first.
+//
+// # Unlike concurrency.Mutex
+//
+// Unlock deletes only our own key (a compare on its create revision), so a
+// holder whose key expired and was taken over never deletes a successor's
+// key; each acquisition has its own key even when one session holds several
+// locks; and the key carries who holds it.
+package etcd
