@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -121,7 +122,17 @@ func runRecover(e *env, opts any, args []string) error {
 
 	// 2. A provably dead holder: the library's own reclaim, by taking the
 	// lock once and releasing it. Judged again now: step 1 may have freed
-	// a claim, and anyone may have taken the lock since.
+	// a claim, and anyone may have taken the lock since. The same one
+	// acquisition carries out the lock's residue sweep (stepSweep): it is
+	// this process's first, and a reclaim sweeps too.
+	sweeps := map[string]bool{}
+	for _, p := range plan {
+		if p.Kind == stepSweep {
+			sweeps[p.Path] = true
+		}
+	}
+	var sweptNow []statelock.Residue
+	took := false
 	for _, p := range plan {
 		if p.Kind != stepReclaim {
 			continue
@@ -131,21 +142,40 @@ func runRecover(e *env, opts any, args []string) error {
 		if p.host != nil {
 			tryOpts = append(append([]statelock.Option{}, lockOpts...), statelock.WithHostIdentity(*p.host))
 		}
-		h, err := statelock.TryLock(stateFile, tryOpts...)
-		switch {
-		case errors.Is(err, statelock.ErrLocked):
-			fmt.Fprintf(w, "  not done, left alone: %v\n", err)
-			notDone++
-		case err != nil:
-			fmt.Fprintf(w, "  failed: %v\n", err)
+		r, done, err := takeOnce(w, stateFile, tryOpts)
+		took, sweptNow = took || done, append(sweptNow, r...)
+		if err != nil {
 			errs = append(errs, err)
-		default:
-			if err := h.Unlock(); err != nil {
-				fmt.Fprintf(w, "  taken, but the release failed: %v\n", err)
-				errs = append(errs, err)
-			} else {
-				fmt.Fprintln(w, "  done: the lock was taken and released; it is free")
-			}
+		} else if !done {
+			notDone++
+		}
+	}
+	if len(sweeps) > 0 && !took {
+		fmt.Fprintf(w, "sweep the residue of %s by taking the lock once and releasing it\n", stateFile)
+		r, done, err := takeOnce(w, stateFile, lockOpts)
+		sweptNow = append(sweptNow, r...)
+		if err != nil {
+			errs = append(errs, err)
+		} else if !done {
+			notDone++
+		}
+	}
+	dir := filepath.Dir(stateFile)
+	for _, r := range sweptNow {
+		p := filepath.Join(dir, r.Name)
+		if !sweeps[p] {
+			continue
+		}
+		delete(sweeps, p)
+		fmt.Fprintf(w, "sweep %s\n  %s\n", p, r.Note)
+		if !r.Removed {
+			notDone++
+		}
+	}
+	for p := range sweeps {
+		if _, err := os.Lstat(p); err == nil {
+			fmt.Fprintf(w, "sweep %s\n  not done: the lock's holder did not remove it\n", p)
+			notDone++
 		}
 	}
 
@@ -166,6 +196,28 @@ func runRecover(e *env, opts any, args []string) error {
 		return notDoneError{notDone}
 	}
 	return nil
+}
+
+// takeOnce takes the lock of stateFile once and releases it, printing the
+// outcome; it returns what the acquisition's residue sweep found. done is
+// false, with no error, when the lock was busy (left alone).
+func takeOnce(w io.Writer, stateFile string, opts []statelock.Option) ([]statelock.Residue, bool, error) {
+	h, err := statelock.TryLock(stateFile, opts...)
+	switch {
+	case errors.Is(err, statelock.ErrLocked):
+		fmt.Fprintf(w, "  not done, left alone: %v\n", err)
+		return nil, false, nil
+	case err != nil:
+		fmt.Fprintf(w, "  failed: %v\n", err)
+		return nil, false, err
+	}
+	residue := h.Residue()
+	if err := h.Unlock(); err != nil {
+		fmt.Fprintf(w, "  taken, but the release failed: %v\n", err)
+		return residue, true, err
+	}
+	fmt.Fprintln(w, "  done: the lock was taken and released; it is free")
+	return residue, true, nil
 }
 
 // notDoneError reports planned actions that a real run could not carry

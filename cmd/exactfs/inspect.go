@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -53,6 +54,9 @@ type residueJSON struct {
 	Kind  string `json:"kind"` // staging, quarantine, placeholder, removing
 	Size  int64  `json:"size"`
 	AgeMs int64  `json:"age_ms"`
+	// Note is the lock's verdict on the state file's own staging and temp
+	// files: removed by the lock's next holder, or kept and why.
+	Note string `json:"note,omitempty"`
 }
 
 type actionJSON struct {
@@ -100,7 +104,7 @@ func inspectLock(stateFile string, opts []statelock.Option, configRoot string, m
 	}
 	st.Claim = claimOf(s.Claim, lib)
 	for _, r := range s.Residue {
-		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds()})
+		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds(), Note: r.Note})
 	}
 	plan := recoverPlan(stateFile, st, lib, minAge)
 	for _, p := range plan {
@@ -126,7 +130,18 @@ type planStep struct {
 const (
 	stepReclaim = "reclaim-lock" // take the lock once and release it
 	stepReap    = "reap-staging" // the store reaper removes it if no process has it open
+	// The lock's own residue sweep removes it: done by taking the lock once,
+	// as a reclaim does (statelock sweeps a state file's staging and temp
+	// files on a process's first acquisition and on every reclaim).
+	stepSweep = "sweep-residue"
 )
+
+// sweepNote is how statelock.Inspect says the lock's next holder removes a
+// residue file (the kernel proved it unopened; a temp file's writer dead).
+const sweepNote = "the next holder of the lock removes it"
+
+// swept reports whether the lock's sweep, not the reaper, answers for r.
+func swept(r residueJSON) bool { return strings.HasPrefix(r.Note, sweepNote) }
 
 // recoverPlan is what 'exactfs recover' does, given what Inspect and a dry
 // run of statelock.Recover found. It only promises what the real run will
@@ -156,6 +171,11 @@ func recoverPlan(stateFile string, st *statusJSON, lib []statelock.Action, minAg
 				o.Path, st.Holder.Pid, o.Reason)})
 	}
 	dir := filepath.Dir(stateFile)
+	for _, r := range st.Residue {
+		if swept(r) {
+			plan = append(plan, planStep{Kind: stepSweep, Path: filepath.Join(dir, r.Name), Evidence: r.Note})
+		}
+	}
 	if len(stagingToReap(dir, st.Residue, minAge)) == 0 || reaperRefuses(dir) != nil {
 		return plan
 	}
@@ -181,7 +201,7 @@ type stagingCandidate struct {
 func stagingToReap(dir string, residue []residueJSON, minAge time.Duration) []stagingCandidate {
 	var out []stagingCandidate
 	for _, r := range residue {
-		if r.Kind != "staging" {
+		if r.Kind != "staging" || swept(r) {
 			continue
 		}
 		p := filepath.Join(dir, r.Name)
