@@ -77,22 +77,49 @@ func (l *locker) stateResidue(r Residue) bool {
 }
 
 // swept remembers the state files whose lock this process has held once
-// (and so swept once).
-var swept sync.Map // sweptKey -> true
+// (and so swept once), by their directory's device and inode. Each entry
+// keeps a descriptor of that directory open: while it is open the inode
+// cannot be freed and given to a directory made later (a state directory
+// removed and made again, a test's next temporary directory), so the key
+// keeps naming the directory that was swept. At most maxSwept entries are
+// kept, the oldest dropped first; a dropped one only costs a second sweep.
+var swept struct {
+	sync.Mutex
+	dirs  map[sweptKey]*os.File
+	order []sweptKey
+}
 
 type sweptKey struct {
 	dev, ino uint64 // the directory's
 	base     string
 }
 
+const maxSwept = 64
+
 func (l *locker) firstHold() bool {
 	dev, ino := l.dir.Inode()
 	k := sweptKey{dev, ino, l.base}
-	if _, seen := swept.Load(k); seen {
+	swept.Lock()
+	defer swept.Unlock()
+	if _, seen := swept.dirs[k]; seen {
 		return false
 	}
-	_, seen := swept.LoadOrStore(k, true)
-	return !seen
+	f, err := l.dir.File()
+	if err != nil {
+		return true // sweep, and remember nothing: the next hold sweeps again
+	}
+	if swept.dirs == nil {
+		swept.dirs = map[sweptKey]*os.File{}
+	}
+	if len(swept.order) >= maxSwept {
+		old := swept.order[0]
+		swept.order = swept.order[1:]
+		swept.dirs[old].Close()
+		delete(swept.dirs, old)
+	}
+	swept.dirs[k] = f
+	swept.order = append(swept.order, k)
+	return true
 }
 
 // judgeStateResidue proves what it can about r: the identity to remove,

@@ -217,3 +217,37 @@ func TestResidueLookalikesKept(t *testing.T) {
 		t.Fatalf("Inspect's report of the open file: %+v", r)
 	}
 }
+
+// TestSweepOfRemadeDirectory: a state directory removed and made again
+// (often with the inode the old one had) is swept on the first hold of
+// its lock, as a new directory: the memo of directories already swept must
+// not take the new one for the old.
+func TestSweepOfRemadeDirectory(t *testing.T) {
+	env := newEnv(t)
+	parent := t.TempDir()
+	for i := range 40 {
+		dir := filepath.Join(parent, "state")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		state := filepath.Join(dir, "state.json")
+		orphan := ".state.json." + exactfs.NewUUID() + ".replacement"
+		if err := os.WriteFile(filepath.Join(dir, orphan), []byte("orphan"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h, err := TryLock(state, env.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := h.Residue()
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if r := residueNamed(rep, orphan); r == nil || !r.Removed {
+			t.Fatalf("round %d: the orphaned staging file of a remade directory was not swept (report %+v)", i, rep)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
