@@ -24,7 +24,7 @@ func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity
 	}
 	idle := ""
 	var probe error
-	err = withFD(f, func(fd int) error {
+	err = sys.Control(f, func(fd int) error {
 		probe = sys.ProbeUnopened(fd)
 		return nil
 	})
