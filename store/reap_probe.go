@@ -8,9 +8,9 @@ import (
 )
 
 // inspectResidue captures name's identity and, when askIdle, asks the
-// kernel whether any other descriptor for it exists: F_SETLEASE(F_WRLCK) is
-// refused (EAGAIN) while any other process (or this one) has the file open.
-// The lease is dropped at once; it is a probe, not a lock. idle is "" when
+// kernel whether any other descriptor for it exists (sys.ProbeUnopened: on
+// Linux F_SETLEASE(F_WRLCK) is refused while any other process, or this
+// one, has the file open; elsewhere nothing can prove it). idle is "" when
 // the kernel proved the file unopened, else the reason it could not.
 func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity, string, error) {
 	f, err := d.OpenFile(name, os.O_RDONLY, 0)
@@ -29,6 +29,8 @@ func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity
 		return nil
 	})
 	switch {
+	case probe == sys.ErrUnsupported:
+		idle = "this platform cannot prove that no process has it open"
 	case probe == sys.ErrWouldBlock:
 		idle = "a process has it open"
 	case probe != nil:
