@@ -66,19 +66,16 @@ func captureAt(op, path string, dirfd int, base string, keep bool) ([]byte, Iden
 // CaptureFile proves the identity of an open regular file, reading it from
 // offset 0 without moving its offset.
 func CaptureFile(f *os.File) ([]byte, Identity, error) {
-	sc, err := f.SyscallConn()
+	var data []byte
+	var id Identity
+	err := sys.Control(f, func(fd int) (err error) {
+		data, id, err = captureFD("capture", f.Name(), fd, true)
+		return err
+	})
 	if err != nil {
 		return nil, Identity{}, wrap("capture", f.Name(), err)
 	}
-	var data []byte
-	var id Identity
-	var cerr error
-	if err := sc.Control(func(fd uintptr) {
-		data, id, cerr = captureFD("capture", f.Name(), int(fd), true)
-	}); err != nil {
-		return nil, Identity{}, wrap("capture", f.Name(), err)
-	}
-	return data, id, cerr
+	return data, id, nil
 }
 
 func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {

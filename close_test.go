@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package exactfs
 
@@ -13,36 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/exactfs/exactfs/internal/fdtest"
 	"github.com/exactfs/exactfs/internal/hook"
 )
-
-// grabDescriptors opens dir n times and keeps the descriptors open until
-// the test ends. The kernel hands out the lowest free numbers, so a
-// descriptor a Close gave back is among them: an operation still using
-// that number would act on dir.
-func grabDescriptors(t *testing.T, dir string, n int) {
-	t.Helper()
-	for range n {
-		f, err := os.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-	}
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
-}
 
 // A Close that races an operation does not pull the descriptor from under
 // it: the operation runs to its end on the directory it was given, even
@@ -64,7 +37,7 @@ func TestDirCloseDuringOperation(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		grabDescriptors(t, other, 8)
+		fdtest.Grab(t, other, 8)
 	}))
 	_, err = d.Publish("x", []byte("data"), 0o600)
 	restore()
@@ -74,10 +47,10 @@ func TestDirCloseDuringOperation(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(mine, "x")); err != nil || string(got) != "data" {
 		t.Fatalf("mine/x = %q, %v", got, err)
 	}
-	if got := names(t, mine); !slices.Equal(got, []string{"x"}) {
+	if got := listing(t, mine); !slices.Equal(got, []string{"x"}) {
 		t.Fatalf("mine holds %v", got)
 	}
-	if got := names(t, other); len(got) != 0 {
+	if got := listing(t, other); len(got) != 0 {
 		t.Fatalf("an unrelated directory, opened after Close, holds %v", got)
 	}
 	for what, err := range map[string]error{
@@ -162,10 +135,10 @@ func TestDirCloseConcurrentWithOperations(t *testing.T) {
 			t.Errorf("round %d: %v", round, err)
 		}
 	}
-	if got := names(t, other); len(got) != 0 {
+	if got := listing(t, other); len(got) != 0 {
 		t.Fatalf("the unrelated directory holds %v", got)
 	}
-	for _, n := range names(t, mine) {
+	for _, n := range listing(t, mine) {
 		if !strings.HasPrefix(n, "f-") {
 			t.Errorf("mine holds %q: residue of an operation cut short", n)
 		}

@@ -131,15 +131,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if err := o.commit(op, path, s); err != nil {
 		return Identity{}, err
 	}
-	var linked bool
-	err = sys.RenameNoReplace(p.fd, s.name, p.fd, base)
-	if forced := hook.IsSet(hook.ForceLinkFallback); forced || flagsUnavailable(err) {
-		if forced && err == nil {
-			// Undo the rename the test asked us to pretend had failed.
-			if err := sys.RenameNoReplace(p.fd, base, p.fd, s.name); err != nil {
-				panic("exactfs: test hook could not undo a rename: " + err.Error())
-			}
-		}
+	linked, err := renameOrLink(p.fd, s.name, p.fd, base, func() {
 		// NFS renames a name that is still open to .nfsXXXX on unlink, which
 		// would leave a second link to the published file: close first,
 		// keeping the stat of the finished file for finish.
@@ -147,9 +139,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			s.st = st
 		}
 		s.closeFD()
-		err = sys.Link(p.fd, s.name, p.fd, base)
-		linked = true
-	}
+	})
 	if err != nil {
 		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, !linked)
 		switch {
@@ -182,6 +172,31 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	id, err := finish(op, path, p.fd, base, s, data, o)
 	s.closeFD()
 	return committedWith(id, err, pending)
+}
+
+// renameOrLink is the no-replace commit of Publish and PublishStaged: it
+// gives the file at sfd/sbase the name dfd/dbase with RenameNoReplace or,
+// where the filesystem lacks rename flags (or hook.ForceLinkFallback is
+// set), with link(2), after which sbase is a second link the caller
+// removes once it proved both names hold its inode. beforeLink, if not
+// nil, runs just before the link. It returns whether it linked and the
+// error of the call that decided, for settle.
+func renameOrLink(sfd int, sbase string, dfd int, dbase string, beforeLink func()) (linked bool, err error) {
+	err = sys.RenameNoReplace(sfd, sbase, dfd, dbase)
+	forced := hook.IsSet(hook.ForceLinkFallback)
+	if !forced && !flagsUnavailable(err) {
+		return false, err
+	}
+	if forced && err == nil {
+		// Undo the rename the test asked us to pretend had failed.
+		if err := sys.RenameNoReplace(dfd, dbase, sfd, sbase); err != nil {
+			panic("exactfs: test hook could not undo a rename: " + err.Error())
+		}
+	}
+	if beforeLink != nil {
+		beforeLink()
+	}
+	return true, sys.Link(sfd, sbase, dfd, dbase)
 }
 
 // committedWith is the result of a write that committed: finish's error
@@ -427,17 +442,7 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 		return NotCommitted, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
 	hook.Fire(hook.Staged, path)
-	err = sys.RenameNoReplace(sp.fd, sbase, dp.fd, dbase)
-	linked := false
-	if forced := hook.IsSet(hook.ForceLinkFallback); forced || flagsUnavailable(err) {
-		if forced && err == nil {
-			if err := sys.RenameNoReplace(dp.fd, dbase, sp.fd, sbase); err != nil {
-				panic("exactfs: test hook could not undo a rename: " + err.Error())
-			}
-		}
-		err = sys.Link(sp.fd, sbase, dp.fd, dbase)
-		linked = true
-	}
+	linked, err := renameOrLink(sp.fd, sbase, dp.fd, dbase, nil)
 	if err != nil {
 		c, e := settle(op, path, err, src, sp.fd, sbase, dp.fd, dbase, !linked)
 		if c != Committed {

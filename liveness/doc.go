@@ -16,6 +16,15 @@
 // kernel refused to answer, a start time it cannot read) is [Alive] or
 // [Unknown], and both mean "keep out".
 //
+// Two protocols share one way of acting on a verdict. [Reclaim] is the
+// judge-then-remove step: it captures a record through one no-follow
+// descriptor, lets the protocol's judge decide on exactly those bytes, and
+// removes exactly that version (exact unlink), only on [Dead]. A holder
+// that takes [HoldAttestation] on its record before writing it lets a
+// contender in the same boot ask the kernel instead of the pid rules
+// ([Attested]): no lock proves the holder's descriptor gone, however it
+// died (SIGKILL included), with no pid-reuse ambiguity (SPEC §4.7).
+//
 // What is not guaranteed: a record without a host id, or one written in a
 // different pid or time namespace that did not record its pid namespace, is
 // judged with this namespace's view of the pid; such records are exactly as

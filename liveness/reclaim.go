@@ -38,7 +38,7 @@ const attestSpan = 1 << 40
 // platform or the filesystem takes no such lock: the record must then not
 // claim one, and is judged by the pid rules alone.
 func HoldAttestation(f *os.File) bool {
-	err := control(f, func(fd int) error { return sys.OFDLock(fd, 0, attestSpan) })
+	err := sys.Control(f, func(fd int) error { return sys.OFDLock(fd, 0, attestSpan) })
 	return err == nil
 }
 
@@ -57,7 +57,7 @@ func HoldAttestation(f *os.File) bool {
 // TypeScript peer takes none) would read as Alive: fail closed.
 func Attested(f *os.File) (j Judgement, ok bool) {
 	var held, known bool
-	if control(f, func(fd int) error { held, known = sys.OFDHeld(fd, 0, attestSpan); return nil }) != nil || !known {
+	if sys.Control(f, func(fd int) error { held, known = sys.OFDHeld(fd, 0, attestSpan); return nil }) != nil || !known {
 		return Judgement{}, false
 	}
 	if held {
@@ -99,7 +99,7 @@ func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(C
 	if j.Verdict != Dead {
 		return j, nil
 	}
-	lerr := control(f, sys.TryFlock)
+	lerr := sys.Control(f, sys.TryFlock)
 	switch {
 	case lerr == sys.ErrWouldBlock:
 		return j, &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: codeReclaimBusy, Err: lerr,
@@ -109,18 +109,4 @@ func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(C
 			Detail: "the record could not be locked for its removal"}
 	}
 	return j, d.UnlinkExact(name, id, quarantine())
-}
-
-// control runs fn on f's descriptor, holding f open meanwhile (and without
-// switching it to blocking mode, as f.Fd would).
-func control(f *os.File, fn func(fd int) error) error {
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := sc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/exactfs/exactfs"
 )
 
 // ErrLocked reports that the lock is held by someone else: a TryLock that
@@ -102,8 +104,18 @@ func (e *LockError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the cause.
-func (e *LockError) Unwrap() error { return e.Err }
+// Unwrap returns the reason, as the *exactfs.Error whose Code is it (so
+// exactfs.CodeOf reports a lock failure by its reason, in the one error
+// vocabulary), and the cause. Both stay visible to errors.Is and
+// errors.As: the CLI classifies a failure by the cause's code too (a
+// symlink at the lock path, a missing directory).
+func (e *LockError) Unwrap() []error {
+	reason := &exactfs.Error{Op: "lock", Path: e.LockPath, Code: exactfs.Code(e.Reason)}
+	if e.Err == nil {
+		return []error{reason}
+	}
+	return []error{reason, e.Err}
+}
 
 // Is makes a contention failure match ErrLocked.
 func (e *LockError) Is(target error) bool {

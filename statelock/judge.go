@@ -71,14 +71,15 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	if r.HostID == "" || !l.host.IsLocal(r.HostID) {
 		return verdict{}, false
 	}
-	held, known := ofdHeld(f)
-	if !known {
+	// The holder's range [0, queueBase) is the attestation's.
+	k, ok := liveness.Attested(f)
+	if !ok {
 		return verdict{}, false
 	}
-	if held {
-		return verdict{liveness.Judgement{Verdict: liveness.Alive, Reason: "the holder's kernel lock on the record is held"}, ReasonOwnerLive}, true
+	if k.Verdict != liveness.Dead {
+		return verdict{k, ReasonOwnerLive}, true
 	}
-	return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "no kernel lock on the record: the holder's descriptor is gone"}, ""}, true
+	return verdict{k, ""}, true
 }
 
 // judgeMalformed applies the only two rules under which a record that does

@@ -13,22 +13,9 @@ import (
 	"testing"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/fdtest"
 	"github.com/exactfs/exactfs/internal/hook"
 )
-
-// grabDescriptors opens dir n times and keeps the descriptors until the
-// test ends: the kernel hands out the lowest free numbers, so the numbers
-// a Close gave back point at dir from then on.
-func grabDescriptors(t *testing.T, dir string, n int) {
-	t.Helper()
-	for range n {
-		f, err := os.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-	}
-}
 
 // A Close that lands between a mutation's first checks and its commit
 // makes the mutation fail as closed. Before the store's descriptors were
@@ -46,7 +33,7 @@ func TestStoreCloseDuringMutationTouchesNothingElse(t *testing.T) {
 	}
 	restore := hook.Set(hook.StoreBeforeCommit, hook.Once(func(string) {
 		s.Close()
-		grabDescriptors(t, other, 8)
+		fdtest.Grab(t, other, 8)
 	}))
 	err := s.Mkdir("sub/x")
 	restore()

@@ -17,7 +17,12 @@
 // expiry. It is kept alive by a heartbeat, checked by [Lease.AssertOwned],
 // released by rewriting the record through the held descriptor (never by
 // unlinking a name), and taken over by another process only when the record
-// is released or expired and its owner provably gone. Each acquisition
+// is released or expired and its owner provably gone. On Linux a holder
+// also keeps a kernel lock (an OFD lock) on its record while it holds the
+// lease, and says so in the record: a holder that died, SIGKILL included,
+// is proved gone by the lock's absence and its lease is taken over at once
+// rather than after its expiry (the reclaim engine is liveness.Reclaim,
+// shared with the state lock's kernel check). Each acquisition
 // carries a fencing token that strictly increases across the holders of one
 // lease name. A store can take a lease as its mutation fence
 // ([Store.AcquireFence]): from then on every mutation asserts ownership
@@ -32,6 +37,11 @@
 // [Store.Reap] removes crash residue that is provably ours and inert and
 // reports what it kept and why.
 //
+// A Store is safe for concurrent use, Close included: its descriptors are
+// reference-counted, so an operation racing Close either completes on the
+// store's directory or fails as closed (errors.Is os.ErrClosed), never on
+// a descriptor number the kernel has given to another file.
+//
 // What is not guaranteed: the fence is a check, not a storage-side
 // barrier. Writes assert the lease once their bytes are staged, right before
 // the rename or exchange that commits them; a lease lost in the few system
@@ -39,6 +49,7 @@
 // mutation returns ErrLeaseLost with Committed set). Lease records carry
 // no host id, so, as in the reference implementation, a lock directory is
 // assumed to be used from one host: a record from another host has another
-// boot id and counts as gone once its lease expires. Windows is not
+// boot id and counts as gone once its lease expires (the kernel lock is
+// asked only about records of this boot). Windows is not
 // supported: every operation fails closed.
 package store

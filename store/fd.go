@@ -8,24 +8,10 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// withFD runs fn on f's descriptor without switching it to blocking mode
-// (os.File.Fd would).
-func withFD(f *os.File, fn func(fd int) error) error {
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := sc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
 // fileInode returns the device and inode of an open file.
 func fileInode(f *os.File) (exactfs.Identity, error) {
 	var id exactfs.Identity
-	err := withFD(f, func(fd int) error {
+	err := sys.Control(f, func(fd int) error {
 		st, err := sys.Fstat(fd)
 		id.Dev, id.Ino = st.Dev, st.Ino
 		return err

@@ -376,6 +376,31 @@ func TestLeaseHolderSIGKILLedIsReclaimedAtOnce(t *testing.T) {
 	}
 }
 
+// A holder frozen past its lease (SIGSTOP: no heartbeat, pid alive) still
+// holds its kernel lock: the attestation says alive, and expiry alone
+// does not steal the lease.
+func TestLeaseFrozenHolderPastExpiryIsNotStolen(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("OFD locks are Linux-only")
+	}
+	dir := locksDir(t)
+	cmd := startHolder(t, dir, "job", 300*time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Signal(syscall.SIGCONT)
+	r, err := ParseLeaseRecord(readFile(t, filepath.Join(dir, "job.lock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(time.UnixMilli(r.LeaseExpiresAt)) + 200*time.Millisecond)
+	_, err = AcquireLease(context.Background(), dir, "job", WaitBudget(200*time.Millisecond))
+	if !errors.Is(err, ErrLeaseBusy) || !strings.Contains(err.Error(), "not provably gone") ||
+		!strings.Contains(err.Error(), "kernel lock on the record is held") {
+		t.Fatalf("acquire from a frozen holder past its expiry: %v", err)
+	}
+}
+
 // A dead holder whose record does not claim the kernel lock (a TypeScript
 // peer, an earlier exactfs, a filesystem without OFD locks; here the
 // claim is struck from the record after the SIGKILL) keeps the rule of

@@ -86,110 +86,121 @@ const maxSafeInteger = 1<<53 - 1
 // a boolean, fence absent or a non-negative integer, and kernelLock absent
 // or a boolean.
 func ParseLeaseRecord(b []byte) (LeaseRecord, error) {
-	var r LeaseRecord
-	bad := func(why string) (LeaseRecord, error) {
-		return LeaseRecord{}, &Error{Op: "parse", Path: "lease record", Code: CodeMalformedRecord, Detail: "malformed lease record: " + why}
+	obj, err := decodeObject(b)
+	if err != nil {
+		return LeaseRecord{}, malformedRecord(err.Error())
 	}
-	var m map[string]json.RawMessage
+	var r LeaseRecord
+	var pid, fence int64
+	for _, err := range []error{
+		obj.str("attemptId", &r.AttemptID, true),
+		obj.integer("pid", &pid, false),
+		obj.str("bootId", &r.BootID, false),
+		obj.str("processStartId", &r.ProcessStartID, false),
+		obj.integer("createdAt", &r.CreatedAt, false),
+		obj.integer("heartbeatAt", &r.HeartbeatAt, false),
+		obj.integer("leaseExpiresAt", &r.LeaseExpiresAt, false),
+		obj.boolean("released", &r.Released),
+		obj.integer("fence", &fence, true),
+		obj.boolean("kernelLock", &r.KernelLock),
+	} {
+		if err != nil {
+			return LeaseRecord{}, malformedRecord(err.Error())
+		}
+	}
+	switch {
+	case pid <= 0 || pid > math.MaxInt32:
+		return LeaseRecord{}, malformedRecord("pid is not a positive process id")
+	case fence < 0:
+		return LeaseRecord{}, malformedRecord("fence is negative")
+	}
+	r.Pid, r.Fence = int(pid), uint64(fence)
+	return r, nil
+}
+
+func malformedRecord(why string) error {
+	return &Error{Op: "parse", Path: "lease record", Code: CodeMalformedRecord, Detail: "malformed lease record: " + why}
+}
+
+// jsonObject is one JSON object's members, undecoded.
+type jsonObject map[string]json.RawMessage
+
+// decodeObject reads exactly one JSON object (numbers kept exact).
+func decodeObject(b []byte) (jsonObject, error) {
+	var m jsonObject
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
-		return bad(err.Error())
+		return nil, err
 	}
 	if dec.More() {
-		return bad("trailing data after the JSON object")
+		return nil, fmt.Errorf("trailing data after the JSON object")
 	}
 	if m == nil {
-		return bad("not a JSON object")
+		return nil, fmt.Errorf("not a JSON object")
 	}
-	str := func(key string, dst *string, nonEmpty bool) error {
-		raw, ok := m[key]
-		if !ok {
-			return fmt.Errorf("%s missing", key)
+	return m, nil
+}
+
+// str reads the string member key into dst; it must be present, and not
+// empty when nonEmpty.
+func (m jsonObject) str(key string, dst *string, nonEmpty bool) error {
+	raw, ok := m[key]
+	if !ok {
+		return fmt.Errorf("%s missing", key)
+	}
+	if err := json.Unmarshal(raw, dst); err != nil || raw[0] != '"' {
+		return fmt.Errorf("%s is not a string", key)
+	}
+	if nonEmpty && *dst == "" {
+		return fmt.Errorf("%s is empty", key)
+	}
+	return nil
+}
+
+// integer reads the integer member key into dst: a JSON number with an
+// integral value a JavaScript number holds exactly (the reference writes
+// pids and times as numbers; 1e3 is accepted as 1000). An absent member is
+// an error unless optional.
+func (m jsonObject) integer(key string, dst *int64, optional bool) error {
+	raw, ok := m[key]
+	if !ok {
+		if optional {
+			return nil
 		}
-		if err := json.Unmarshal(raw, dst); err != nil || raw[0] != '"' {
-			return fmt.Errorf("%s is not a string", key)
+		return fmt.Errorf("%s missing", key)
+	}
+	var n json.Number
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&n); err != nil || len(raw) == 0 || raw[0] == '"' {
+		return fmt.Errorf("%s is not a number", key)
+	}
+	v, err := n.Int64()
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+			return fmt.Errorf("%s is not an integer", key)
 		}
-		if nonEmpty && *dst == "" {
-			return fmt.Errorf("%s is empty", key)
-		}
+		v = int64(f)
+	}
+	if v > maxSafeInteger || v < -maxSafeInteger {
+		return fmt.Errorf("%s is out of range", key)
+	}
+	*dst = v
+	return nil
+}
+
+// boolean reads the optional boolean member key into dst.
+func (m jsonObject) boolean(key string, dst *bool) error {
+	raw, ok := m[key]
+	if !ok {
 		return nil
 	}
-	num := func(key string, optional bool) (int64, bool, error) {
-		raw, ok := m[key]
-		if !ok {
-			if optional {
-				return 0, false, nil
-			}
-			return 0, false, fmt.Errorf("%s missing", key)
-		}
-		var n json.Number
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if err := d.Decode(&n); err != nil || len(raw) == 0 || raw[0] == '"' {
-			return 0, false, fmt.Errorf("%s is not a number", key)
-		}
-		v, err := n.Int64()
-		if err != nil {
-			f, ferr := n.Float64()
-			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
-				return 0, false, fmt.Errorf("%s is not an integer", key)
-			}
-			v = int64(f)
-		}
-		if v > maxSafeInteger || v < -maxSafeInteger {
-			return 0, false, fmt.Errorf("%s is out of range", key)
-		}
-		return v, true, nil
+	if err := json.Unmarshal(raw, dst); err != nil || (raw[0] != 't' && raw[0] != 'f') {
+		return fmt.Errorf("%s is not a boolean", key)
 	}
-	if err := str("attemptId", &r.AttemptID, true); err != nil {
-		return bad(err.Error())
-	}
-	pid, _, err := num("pid", false)
-	if err != nil {
-		return bad(err.Error())
-	}
-	if pid <= 0 || pid > math.MaxInt32 {
-		return bad("pid is not a positive process id")
-	}
-	r.Pid = int(pid)
-	if err := str("bootId", &r.BootID, false); err != nil {
-		return bad(err.Error())
-	}
-	if err := str("processStartId", &r.ProcessStartID, false); err != nil {
-		return bad(err.Error())
-	}
-	for _, f := range []struct {
-		key string
-		dst *int64
-	}{{"createdAt", &r.CreatedAt}, {"heartbeatAt", &r.HeartbeatAt}, {"leaseExpiresAt", &r.LeaseExpiresAt}} {
-		v, _, err := num(f.key, false)
-		if err != nil {
-			return bad(err.Error())
-		}
-		*f.dst = v
-	}
-	for _, f := range []struct {
-		key string
-		dst *bool
-	}{{"released", &r.Released}, {"kernelLock", &r.KernelLock}} {
-		if raw, ok := m[f.key]; ok {
-			if err := json.Unmarshal(raw, f.dst); err != nil || (raw[0] != 't' && raw[0] != 'f') {
-				return bad(f.key + " is not a boolean")
-			}
-		}
-	}
-	fence, ok, err := num("fence", true)
-	if err != nil {
-		return bad(err.Error())
-	}
-	if ok {
-		if fence < 0 {
-			return bad("fence is negative")
-		}
-		r.Fence = uint64(fence)
-	}
-	return r, nil
+	return nil
 }
 
 // parseFence reads a fence counter file: a decimal number and a newline.

@@ -12,7 +12,7 @@ import (
 )
 
 func ownerOnly(op string, f *os.File, apply bool) error {
-	return withFD(f, func(fd int) error { return ownerOnlyFD(op, f.Name(), fd, apply) })
+	return sys.Control(f, func(fd int) error { return ownerOnlyFD(op, f.Name(), fd, apply) })
 }
 
 func ownerOnlyFD(op, path string, fd int, apply bool) error {

@@ -1,7 +1,10 @@
 package sys
 
-// ErrWouldBlock is the error of a lock request that would have to wait.
-var ErrWouldBlock = ErrUnsupported
+import "errors"
+
+// ErrWouldBlock is the error of a lock request that would have to wait
+// (never returned here: every lock call fails with ErrUnsupported).
+var ErrWouldBlock = errors.New("the lock request would block")
 
 // TryFlock fails closed: see the package doc.
 func TryFlock(fd int) error { return ErrUnsupported }

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package sys
+
+// ProbeUnopened: only Linux can tell whether a file is open elsewhere.
+func ProbeUnopened(fd int) error { return ErrUnsupported }

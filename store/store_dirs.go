@@ -1,0 +1,140 @@
+package store
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// storeRetireName is the quarantine name of the store's exact unlinks.
+func storeRetireName() string { return StoreRetirePrefix + exactfs.NewUUID() }
+
+// StoreRetirePrefix starts the quarantine name of the store's exact
+// unlinks; LeaseRetirePrefix that of lease reclaims. The reaper knows both.
+const (
+	StoreRetirePrefix = ".gjc-store-retire-"
+	LeaseRetirePrefix = ".gjc-lock-retire-"
+)
+
+// RemoveExpected removes rel only if it is still the file captured as want
+// (see SameFile), by exact unlink: a successor at the name survives.
+func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
+	const op = "remove"
+	parent, base, err := cleanRel(op, rel, false)
+	if err != nil {
+		return err
+	}
+	if err := s.before(op, rel); err != nil {
+		return err
+	}
+	d, done, err := s.parentDir(op, parent)
+	if err != nil {
+		return err
+	}
+	defer done()
+	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
+	unlock, err := lockDir(d)
+	if err != nil {
+		return err
+	}
+	if err := s.before(op, rel); err != nil {
+		unlock()
+		return err
+	}
+	err = d.UnlinkExact(base, want, storeRetireName())
+	unlock()
+	if err != nil {
+		return err
+	}
+	hook.Fire(hook.StoreAfterCommit, s.join(rel))
+	return s.after(op, rel)
+}
+
+// Mkdir creates the directory rel, owner-only (0700, no ACL), and verifies
+// it.
+func (s *Store) Mkdir(rel string) error {
+	const op = "mkdir"
+	if _, _, err := cleanRel(op, rel, false); err != nil {
+		return err
+	}
+	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
+	if err := s.before(op, rel); err != nil {
+		return err
+	}
+	if _, err := s.mkdir(op, rel); err != nil {
+		return err
+	}
+	hook.Fire(hook.StoreAfterCommit, s.join(rel))
+	return s.after(op, rel)
+}
+
+func (s *Store) mkdir(op, rel string) (exactfs.Identity, error) {
+	d, base, done, err := s.dirOf(op, rel)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer done()
+	if err := d.Mkdir(base, 0o700); err != nil {
+		return exactfs.Identity{}, err
+	}
+	sub, err := d.OpenDir(base)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer sub.Close()
+	f, err := sub.File()
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	defer f.Close()
+	if err := ApplyOwnerOnly(f); err != nil {
+		return exactfs.Identity{}, err
+	}
+	// The new entry must survive a power cut.
+	if err := d.Sync(); err != nil {
+		return exactfs.Identity{}, err
+	}
+	return sub.Stat()
+}
+
+// List returns the names in the directory rel ("" or "." for the store
+// itself), sorted, without the private names of crash residue (staging
+// files, placeholders, quarantine names), which are not data.
+func (s *Store) List(rel string) ([]string, error) {
+	const op = "list"
+	parent, base, err := cleanRel(op, rel, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBinding(op, rel); err != nil {
+		return nil, err
+	}
+	d := s.root
+	if base != "" {
+		if d, err = s.root.OpenDir(filepath.Join(parent, base)); err != nil {
+			return nil, err
+		}
+		defer d.Close()
+	}
+	names, err := d.ReadDirNames()
+	if err != nil {
+		return nil, err
+	}
+	names = slices.DeleteFunc(names, isPrivateName)
+	slices.Sort(names)
+	return names, nil
+}
+
+// isPrivateName reports whether name is a private residue name (SPEC §2.7)
+// or one of the store's quarantine names.
+func isPrivateName(name string) bool {
+	if _, ok := exactfs.StagingTarget(name); ok {
+		return true
+	}
+	return strings.HasPrefix(name, ".gjc-delete-") || strings.HasPrefix(name, exactfs.PlaceholderPrefix) ||
+		strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) ||
+		strings.HasSuffix(name, exactfs.RemovingSuffix)
+}
