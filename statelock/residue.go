@@ -77,8 +77,11 @@ func (l *locker) stateResidue(r Residue) bool {
 }
 
 // swept remembers the state files whose lock this process has held once
-// (and so swept once).
-var swept sync.Map // sweptKey -> true
+// (and so swept once). A plain map under a mutex: no allocation per lock.
+var (
+	sweptMu sync.Mutex
+	swept   = map[sweptKey]bool{}
+)
 
 type sweptKey struct {
 	dev, ino uint64 // the directory's
@@ -88,11 +91,13 @@ type sweptKey struct {
 func (l *locker) firstHold() bool {
 	dev, ino := l.dir.Inode()
 	k := sweptKey{dev, ino, l.base}
-	if _, seen := swept.Load(k); seen {
+	sweptMu.Lock()
+	defer sweptMu.Unlock()
+	if swept[k] {
 		return false
 	}
-	_, seen := swept.LoadOrStore(k, true)
-	return !seen
+	swept[k] = true
+	return true
 }
 
 // judgeStateResidue proves what it can about r: the identity to remove,

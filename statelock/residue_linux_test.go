@@ -82,7 +82,7 @@ func TestKilledWriterResidueRemoved(t *testing.T) {
 				t.Fatal(err)
 			} else if c.residue {
 				r := residueNamed(st.Residue, left[0])
-				if r == nil || r.Kind != "staging" || !strings.HasPrefix(r.Note, "the next holder of the lock removes it") {
+				if r == nil || r.Kind != "staging" || !strings.HasPrefix(r.Note, "removable: no process has it open") {
 					t.Fatalf("Inspect's report of %s: %+v", left[0], r)
 				}
 			}

@@ -135,6 +135,9 @@ func writeStatus(w io.Writer, st *statusJSON) {
 		fmt.Fprintf(w, "residue: %d\n", len(st.Residue))
 		for _, r := range st.Residue {
 			fmt.Fprintf(w, "  %-12s %s, %d bytes, %s old\n", r.Kind, r.Name, r.Size, roundAge(time.Duration(r.AgeMs)*time.Millisecond))
+			if r.Note != "" {
+				fmt.Fprintf(w, "  %-12s %s\n", "", r.Note)
+			}
 		}
 	}
 	if len(st.Recover) > 0 {

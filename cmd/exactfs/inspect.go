@@ -47,6 +47,7 @@ type residueJSON struct {
 	Kind  string `json:"kind"` // staging, quarantine, placeholder, removing
 	Size  int64  `json:"size"`
 	AgeMs int64  `json:"age_ms"`
+	Note  string `json:"note,omitempty"` // the state file's staging/temp files: kept (why) or removable
 }
 
 type actionJSON struct {
@@ -90,7 +91,7 @@ func inspectLock(stateFile string, opts []statelock.Option) (*statusJSON, error)
 	}
 	st.Claim = claimOf(s.Claim, plan)
 	for _, r := range s.Residue {
-		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds()})
+		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds(), Note: r.Note})
 	}
 	if s.State == statelock.StateUnsafe {
 		return st, &exactfs.Error{Op: "status", Path: s.LockPath, Code: exactfs.CodeNotRegularFile, Detail: s.Detail}
