@@ -215,7 +215,7 @@ func (l *locker) inspectClaim() claimState {
 	case v.dead() && s.rec != nil && s.rec.HostID != "":
 		st.stale, st.why = true, "the sidecar's owner is dead: "+st.verdict
 	case v.dead() && s.rec == nil:
-		st.stale, st.why = true, "the sidecar is malformed and was written before the current boot"
+		st.stale, st.why = true, "the sidecar is malformed: "+v.Reason
 	default:
 		st.why = "the sidecar's owner is not provably dead: " + st.verdict
 	}

@@ -12,3 +12,9 @@ import "os"
 // system, a network filesystem, a file owned by another user). err is an
 // error of the probe itself.
 func Unopened(f *os.File) (why string, err error) { return unopened(f) }
+
+// NoWriter reports whether no process on this host has f's file open for
+// writing (f itself must be open read-only). why is "" when the kernel
+// proved it, else why it could not. Readers do not count: this is the proof
+// that a record nobody can still be writing is whole or abandoned.
+func NoWriter(f *os.File) (why string, err error) { return noWriter(f) }
