@@ -36,6 +36,22 @@ func plantCrashedClaim(t *testing.T, e *testEnv, sidecar []byte) {
 	os.Chtimes(e.claim, old, old)
 }
 
+// runKilledAt runs a worker (mode) on e's state file that SIGKILLs itself
+// at the hook point, and fails the test unless it died by that signal.
+func runKilledAt(t *testing.T, e *testEnv, mode, point string, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := workerCmd(ctx, mode, append([]string{"STATELOCK_STATE=" + e.state, "STATELOCK_CONFIG=" + e.configRoot,
+		"STATELOCK_KILL_HOOK=" + point}, env...)...)
+	w.Stderr = os.Stderr
+	err := w.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the %s worker was not killed at %s: %v", mode, point, err)
+	}
+}
+
 // deadPid is the pid of a child that has exited and been reaped.
 func deadPid(t *testing.T) int {
 	t.Helper()
@@ -194,16 +210,7 @@ func TestKilledReclaimerReplayed(t *testing.T) {
 				side = tombstone(exactfs.NewUUID(), e.host.ID).Encode()
 			}
 			plantCrashedClaim(t, e, side)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			w := workerCmd(ctx, "killat", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_KILL_HOOK="+exactfs.HookTreeDetached, "STATELOCK_KILL_IN=lock")
-			w.Stderr = os.Stderr
-			err := w.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the reclaimer was not killed at the detach: %v", err)
-			}
+			runKilledAt(t, e, "killat", exactfs.HookTreeDetached, "STATELOCK_KILL_IN=lock")
 			removing := e.claim + exactfs.RemovingSuffix
 			if fi, err := os.Lstat(removing); err != nil || !fi.IsDir() {
 				t.Fatalf("no detached claim at %s: %v", removing, err)

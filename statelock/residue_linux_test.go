@@ -2,13 +2,11 @@ package statelock
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,16 +58,7 @@ func TestKilledWriterResidueRemoved(t *testing.T) {
 			if err := Update(context.Background(), e.state, func([]byte) ([]byte, error) { return []byte("v1"), nil }, e.opts()...); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			w := workerCmd(ctx, "updatekill", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_KILL_HOOK="+c.hook, "STATELOCK_DATA=v2")
-			w.Stderr = os.Stderr
-			err := w.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the writer was not killed at %s: %v", c.hook, err)
-			}
+			runKilledAt(t, e, "updatekill", c.hook, "STATELOCK_DATA=v2")
 			if got := string(mustRead(t, e.state)); got != c.want {
 				t.Fatalf("state after the kill: %q, want %q", got, c.want)
 			}
