@@ -120,6 +120,13 @@ func TestMixedChaos(t *testing.T) {
 		t.Error(f)
 	}
 	if t.Failed() {
+		// What the lock looks like now, for the report.
+		if st, err := statelock.Inspect(r.state, statelock.WithConfigRoot(r.config)); err == nil {
+			t.Logf("lock: %s %s; claim present %v crashed %v: %s; sidecar %s; residue %+v",
+				st.State, st.Detail, st.Claim.Present, st.Claim.Crashed, st.Claim.Why, st.Claim.SidecarVerdict, st.Residue)
+		} else {
+			t.Logf("inspect: %v", err)
+		}
 		return
 	}
 	end := now(t)
