@@ -40,6 +40,9 @@ const (
 	// lock, taking the transition claim again and again, where a kill
 	// strands the claim).
 	tsStartup = 400 * time.Millisecond
+	// How long a kill meant for a TypeScript worker inside its critical
+	// section waits for one to enter.
+	tsHoldWait = 300 * time.Millisecond
 )
 
 // incarnation is one process of a worker slot.
@@ -226,44 +229,69 @@ func (r *run) chaos(done chan struct{}) {
 			return
 		case <-time.After(time.Duration(rand.IntN(2*killEveryMs)) * time.Millisecond):
 		}
-		r.mu.Lock()
-		var cands, holding []*incarnation
 		side := rand.IntN(2) == 1 // true: a TypeScript worker, else a Go one
-		for inc := range r.running {
-			if inc.killed || inc.ts != side {
-				continue
+		// Half the time, the one inside its critical section (wherever that
+		// is by the time the signal lands: the transform, the durable
+		// write, the release). TypeScript workers get the lock rarely
+		// while Go ones contend, so for them wait up to tsHoldWait for one
+		// to enter.
+		wantHolding := rand.IntN(2) == 0
+		deadline := time.Now().Add(tsHoldWait)
+		for {
+			r.mu.Lock()
+			cands, holding := r.candidates(side)
+			waiting := wantHolding && side && len(holding) == 0 && time.Now().Before(deadline)
+			var victim *incarnation
+			switch {
+			case wantHolding && len(holding) > 0:
+				victim = holding[rand.IntN(len(holding))]
+			case !waiting && len(cands) > 0:
+				victim = cands[rand.IntN(len(cands))]
 			}
-			b, _ := os.ReadFile(inc.holds)
-			if inc.ts && time.Since(inc.started) < tsStartup && !bytes.Contains(b, []byte("enter ")) {
-				continue
+			if victim != nil {
+				victim.killed = true
+				victim.sent = now(r.t)
+				victim.cmd.Process.Signal(syscall.SIGKILL)
+				if victim.ts {
+					r.kills[1]++
+				} else {
+					r.kills[0]++
+				}
+				k++
+			} else if side && !waiting {
+				r.tsMisses++
 			}
-			cands = append(cands, inc)
-			if i := bytes.LastIndex(bytes.TrimRight(b, "\n"), []byte("\n")); bytes.HasPrefix(b[i+1:], []byte("enter ")) {
-				holding = append(holding, inc)
+			r.mu.Unlock()
+			if !waiting {
+				break
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
 			}
 		}
-		if len(holding) > 0 && rand.IntN(2) == 0 {
-			// Half the time, the one inside its critical section right now
-			// (wherever that is by the time the signal lands: the
-			// transform, the durable write, the release).
-			cands = holding
-		}
-		if len(cands) > 0 {
-			inc := cands[rand.IntN(len(cands))]
-			inc.killed = true
-			inc.sent = now(r.t)
-			inc.cmd.Process.Signal(syscall.SIGKILL)
-			if inc.ts {
-				r.kills[1]++
-			} else {
-				r.kills[0]++
-			}
-			k++
-		} else if side {
-			r.tsMisses++
-		}
-		r.mu.Unlock()
 	}
+}
+
+// candidates lists the running, not yet killed workers of one side that
+// may be killed, and those of them inside their critical section (their
+// hold log ends with an enter). r.mu is held.
+func (r *run) candidates(ts bool) (cands, holding []*incarnation) {
+	for inc := range r.running {
+		if inc.killed || inc.ts != ts {
+			continue
+		}
+		b, _ := os.ReadFile(inc.holds)
+		if inc.ts && time.Since(inc.started) < tsStartup && !bytes.Contains(b, []byte("enter ")) {
+			continue
+		}
+		cands = append(cands, inc)
+		if i := bytes.LastIndex(bytes.TrimRight(b, "\n"), []byte("\n")); bytes.HasPrefix(b[i+1:], []byte("enter ")) {
+			holding = append(holding, inc)
+		}
+	}
+	return cands, holding
 }
 
 type call struct {
