@@ -59,14 +59,14 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		if fi, err := l.dir.Lstat(l.claim); err == nil && fi.IsDir() && time.Since(fi.ModTime()) < claimMinAge {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
 		}
-		freed, blocked, err := l.reclaimStaleClaim()
+		freed, why, err := l.reclaimStaleClaim()
 		if err != nil {
 			return nil, nil, err
 		}
 		if !freed || try > 0 {
 			holder := "the transition claim"
-			if blocked != "" {
-				holder += " (a crashed claim whose removal is blocked by " + blocked + ")"
+			if why != "" {
+				holder += " (" + why + ")"
 			}
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: holder}, nil
 		}
@@ -215,7 +215,7 @@ func (l *locker) inspectClaim() claimState {
 	case v.dead() && s.rec != nil && s.rec.HostID != "":
 		st.stale, st.why = true, "the sidecar's owner is dead: "+st.verdict
 	case v.dead() && s.rec == nil:
-		st.stale, st.why = true, "the sidecar is malformed and was written before the current boot"
+		st.stale, st.why = true, "the sidecar is malformed: "+v.Reason
 	default:
 		st.why = "the sidecar's owner is not provably dead: " + st.verdict
 	}
@@ -238,9 +238,10 @@ func beforeBoot(mtimeNs int64) bool {
 // name is free now. Every race with another process (a second reclaimer, a
 // new taker, a record rewritten or replaced meanwhile) ends in freed or not
 // freed, never in an error: err is a filesystem error of this call only.
-// blocked describes, for the caller's timeout, something in the way that no
-// automatic rule removes.
-func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
+// why describes, for the caller's timeout, why a claim that is not freed
+// stays: the verdict that keeps it, or something in the way of its removal
+// that no automatic rule removes.
+func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 	st := l.inspectClaim()
 	if !st.present {
 		return true, "", nil
@@ -250,7 +251,7 @@ func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
 		return freed, "", err
 	}
 	if !st.stale {
-		return false, "", nil
+		return false, st.why, nil
 	}
 	release, held, err := l.guardTree(l.claim, st.tree.Root())
 	if err != nil || !held {
@@ -272,6 +273,9 @@ func (l *locker) reclaimStaleClaim() (freed bool, blocked string, err error) {
 		}
 	}
 	if ok, blocked, err := l.replayDetached(l.claim, emptyTree); !ok || err != nil {
+		if blocked != "" {
+			blocked = "a crashed claim whose removal is blocked by " + blocked
+		}
 		return false, blocked, err
 	}
 	if st.side != nil && !st.side.released() {

@@ -37,6 +37,14 @@
 // filesystem that takes no OFD locks our records omit those fields, so that
 // no contender ever reads a missing lock as a dead holder.
 //
+// A record that does not parse (empty or torn: a TypeScript peer killed
+// between truncating and writing it in place, or between creating and
+// writing it) is reclaimed once it is a second old and no process on this
+// host has it open for writing (the kernel's read-lease probe): every
+// writer holds a writable descriptor on a record while it is incomplete
+// (judge.go). The reference, and SPEC §4.3/§4.4, keep such a record until
+// explicit recovery.
+//
 // A crashed transition claim is reclaimed when its sidecar proves the
 // taker gone; the TypeScript reference strands it forever. New records are
 // published whole (staged, locked, written, renamed without replace), so a

@@ -153,10 +153,11 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 			if _, keep := l.judgeStateResidue(*r); keep != "" {
 				r.Note = "kept: " + keep
 			} else {
-				r.Note = "the next holder of the lock removes it: no process has it open"
+				r.Note = "removable: no process has it open"
 				if r.Kind == "temp" {
 					r.Note += " and its writer is dead"
 				}
+				r.Note += "; the next process to take this lock, or the next holder to reclaim it from a dead one, removes it"
 			}
 		}
 	}

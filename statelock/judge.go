@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/idle"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -35,7 +36,7 @@ func (v verdict) dead() bool { return v.Verdict == liveness.Dead }
 // judged by the pid rules of SPEC §3 alone.
 func (l *locker) judgeRecord(s *snapshot, f *os.File) verdict {
 	if s.rec == nil {
-		return l.judgeMalformed(s)
+		return l.judgeMalformed(s, f)
 	}
 	r := s.rec
 	if r.Released {
@@ -82,15 +83,36 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	return verdict{k, ""}, true
 }
 
-// judgeMalformed applies the only two rules under which a record that does
+// judgeMalformed applies the only rules under which a record that does
 // not validate may be reclaimed: the historical released:false shape from a
-// provably dead local owner at least 30 s old (SPEC §4.4), and the
-// power-loss rule (SPEC §4.7): an empty or malformed record last written
-// before the current boot cannot belong to a live process. Anything else is
-// kept: it proves nothing about its writer, who may still be writing it.
-func (l *locker) judgeMalformed(s *snapshot) verdict {
+// provably dead local owner at least 30 s old (SPEC §4.4); the power-loss
+// rule (SPEC §4.7): an empty or malformed record last written before the
+// current boot cannot belong to a live process; and the abandoned-write
+// rule below. Anything else is kept: it proves nothing about its writer,
+// who may still be writing it.
+//
+// The abandoned-write rule (beyond the reference, like §4.7): an empty or
+// torn record at least a second old that no process on this host has open
+// for writing (the kernel's read-lease probe through f, the descriptor its
+// bytes were read from) has a dead writer. Every writer of a record holds a
+// writable descriptor on it for as long as it is incomplete: the reference
+// creates (O_EXCL) or opens (O_RDWR) it, truncates, writes and fsyncs
+// through one handle and closes it only then; exactfs publishes records
+// whole and rewrites them through the descriptor that holds its OFD lock.
+// So the record a TypeScript peer killed between its truncate and its write
+// leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
+// stranding the lock until someone runs exactfs recover. Readers do not
+// count; a writer that opens it meanwhile changes nothing the removal is
+// bound to (it removes exactly the judged bytes and inode).
+func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	if before, ok := writtenBeforeBoot(s.id.MtimeNs); ok && before {
 		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "malformed record written before the current boot"}, ""}
+	}
+	if _, ok := historicalUnreleased(s.data); !ok && f != nil && age(s.id) >= claimMinAge && s.id.Nlink == 1 {
+		if why, err := idle.NoWriter(f); err == nil && why == "" {
+			return verdict{liveness.Judgement{Verdict: liveness.Dead,
+				Reason: fmt.Sprintf("a record of %d bytes that does not parse, open for writing by no process: its writer died while writing it", len(s.data))}, ""}
+		}
 	}
 	if r, ok := historicalUnreleased(s.data); ok {
 		if age(s.id) < staleAge {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +34,22 @@ func plantCrashedClaim(t *testing.T, e *testEnv, sidecar []byte) {
 	old := time.Now().Add(-5 * time.Second)
 	os.Chtimes(e.sidecar, old, old)
 	os.Chtimes(e.claim, old, old)
+}
+
+// runKilledAt runs a worker (mode) on e's state file that SIGKILLs itself
+// at the hook point, and fails the test unless it died by that signal.
+func runKilledAt(t *testing.T, e *testEnv, mode, point string, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := workerCmd(ctx, mode, append([]string{"STATELOCK_STATE=" + e.state, "STATELOCK_CONFIG=" + e.configRoot,
+		"STATELOCK_KILL_HOOK=" + point}, env...)...)
+	w.Stderr = os.Stderr
+	err := w.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the %s worker was not killed at %s: %v", mode, point, err)
+	}
 }
 
 // deadPid is the pid of a child that has exited and been reaped.
@@ -193,16 +210,7 @@ func TestKilledReclaimerReplayed(t *testing.T) {
 				side = tombstone(exactfs.NewUUID(), e.host.ID).Encode()
 			}
 			plantCrashedClaim(t, e, side)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			w := workerCmd(ctx, "killat", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_KILL_HOOK="+hook.TreeDetached, "STATELOCK_KILL_IN=lock")
-			w.Stderr = os.Stderr
-			err := w.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the reclaimer was not killed at the detach: %v", err)
-			}
+			runKilledAt(t, e, "killat", hook.TreeDetached, "STATELOCK_KILL_IN=lock")
 			removing := e.claim + exactfs.RemovingSuffix
 			if fi, err := os.Lstat(removing); err != nil || !fi.IsDir() {
 				t.Fatalf("no detached claim at %s: %v", removing, err)
@@ -223,5 +231,78 @@ func TestKilledReclaimerReplayed(t *testing.T) {
 			}
 			assertSteadyState(t, e, true)
 		})
+	}
+}
+
+// A stale legacy F.lock/ directory whose earlier removal was killed after
+// its detach (F.lock.removing, with or without its info file) is reclaimed:
+// the detached one is finished first. A detached tree that no removal of
+// ours leaves (another file in it) is kept and named.
+func TestLegacyRemovalReplayed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files []string
+		ok    bool
+	}{
+		{"with info", []string{"info"}, true},
+		{"emptied", nil, true},
+		{"foreign file", []string{"info", "x"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.legacyDir(t, nil, time.Minute) // empty and 60 s old: stale
+			removing := e.lock + exactfs.RemovingSuffix
+			if err := os.Mkdir(removing, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range c.files {
+				os.WriteFile(filepath.Join(removing, f), legacyInfoFor(4242, e.host.ID), 0o600)
+			}
+			err := lockAndRelease(t, e)
+			_, lerr := os.Lstat(removing)
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !os.IsNotExist(lerr) {
+					t.Fatalf("the detached legacy directory was not finished: %v", lerr)
+				}
+				assertSteadyState(t, e, true)
+				return
+			}
+			var le *LockError
+			if !errors.As(err, &le) || le.Reason != ReasonLegacyUnprovenanced || !strings.Contains(err.Error(), removing) {
+				t.Fatalf("TryLock: %v (want the legacy lock refused, naming %s)", err, removing)
+			}
+			if lerr != nil {
+				t.Fatalf("the foreign detached tree was removed: %v", lerr)
+			}
+		})
+	}
+}
+
+// A claim's F.lock.transition.removing that no interrupted removal of ours
+// leaves (a file in it) is kept, and the crashed claim it blocks is reported
+// in the retry-worthy error, naming it, never as an inspection failure.
+func TestForeignDetachedClaimKept(t *testing.T) {
+	e := newEnv(t)
+	plantCrashedClaim(t, e, nil)
+	removing := e.claim + exactfs.RemovingSuffix
+	if err := os.Mkdir(removing, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(removing, "x"), []byte("someone's"), 0o600)
+	_, err := TryLock(e.state, e.opts()...)
+	var le *LockError
+	if !errors.As(err, &le) || le.Reason != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) ||
+		!strings.Contains(err.Error(), removing) {
+		t.Fatalf("TryLock: %v (want the claim busy, naming %s)", err, removing)
+	}
+	t.Log(err)
+	if got := string(mustRead(t, filepath.Join(removing, "x"))); got != "someone's" {
+		t.Fatalf("the foreign file: %q", got)
+	}
+	if fi, err := os.Lstat(e.claim); err != nil || !fi.IsDir() {
+		t.Fatalf("the crashed claim was removed although its removal could not be proved: %v", err)
 	}
 }

@@ -82,9 +82,9 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		if dryRun {
 			return []Action{a}
 		}
-		freed, blocked, err := l.reclaimStaleClaim()
-		if err == nil && blocked != "" {
-			err = errors.New("blocked by " + blocked)
+		freed, why, err := l.reclaimStaleClaim()
+		if err == nil && !freed && why != "" {
+			err = errors.New(why)
 		}
 		a.Done, a.Err = freed && err == nil, err
 		return []Action{a}

@@ -2,13 +2,11 @@ package statelock
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,16 +59,7 @@ func TestKilledWriterResidueRemoved(t *testing.T) {
 			if err := Update(context.Background(), e.state, func([]byte) ([]byte, error) { return []byte("v1"), nil }, e.opts()...); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			w := workerCmd(ctx, "updatekill", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_KILL_HOOK="+c.hook, "STATELOCK_DATA=v2")
-			w.Stderr = os.Stderr
-			err := w.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the writer was not killed at %s: %v", c.hook, err)
-			}
+			runKilledAt(t, e, "updatekill", c.hook, "STATELOCK_DATA=v2")
 			if got := string(mustRead(t, e.state)); got != c.want {
 				t.Fatalf("state after the kill: %q, want %q", got, c.want)
 			}
@@ -83,7 +72,7 @@ func TestKilledWriterResidueRemoved(t *testing.T) {
 				t.Fatal(err)
 			} else if c.residue {
 				r := residueNamed(st.Residue, left[0])
-				if r == nil || r.Kind != "staging" || !strings.HasPrefix(r.Note, "the next holder of the lock removes it") {
+				if r == nil || r.Kind != "staging" || !strings.HasPrefix(r.Note, "removable: no process has it open") {
 					t.Fatalf("Inspect's report of %s: %+v", left[0], r)
 				}
 			}

@@ -419,6 +419,23 @@ func TestCrashedTransitionClaim(t *testing.T) {
 		h.Unlock()
 		assertSteadyState(t, e, true)
 	})
+	// A sidecar torn by a writer killed between its truncate and its write
+	// (the reference rewrites in place): empty or cut short, open for
+	// writing by nobody, so its writer is dead (judgeMalformed).
+	for name, b := range map[string][]byte{"abandoned sidecar, empty": nil, "abandoned sidecar, torn": []byte(`{"pid":12,"sta`)} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, 0, nil, false)
+			os.WriteFile(e.sidecar, b, 0o600)
+			old := time.Now().Add(-5 * time.Second)
+			os.Chtimes(e.sidecar, old, old)
+			h, err := TryLock(e.state, e.opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Unlock()
+			assertSteadyState(t, e, true)
+		})
+	}
 	t.Run("tombstone sidecar", func(t *testing.T) {
 		e := setup(t, 0, nil, false)
 		os.WriteFile(e.sidecar, tombstone("t", e.host.ID).Encode(), 0o600)
@@ -434,10 +451,13 @@ func TestCrashedTransitionClaim(t *testing.T) {
 		sidecar func(e *testEnv) []byte
 		extra   bool
 	}{
-		"live sidecar":        {func(e *testEnv) []byte { return rec(e, os.Getppid()) }, false},
-		"unreadable sidecar":  {func(*testEnv) []byte { return []byte("{") }, false},
-		"no sidecar":          {func(*testEnv) []byte { return nil }, false},
-		"non-empty directory": {func(e *testEnv) []byte { return rec(e, 4242) }, true},
+		"live sidecar": {func(e *testEnv) []byte { return rec(e, os.Getppid()) }, false},
+		// Unreadable while its writer still holds it open for writing (the
+		// reference truncates and writes through one handle); without a
+		// writer it is an abandoned write: see "abandoned sidecar" above.
+		"unreadable sidecar, being written": {func(*testEnv) []byte { return []byte("{") }, false},
+		"no sidecar":                        {func(*testEnv) []byte { return nil }, false},
+		"non-empty directory":               {func(e *testEnv) []byte { return rec(e, 4242) }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -447,6 +467,13 @@ func TestCrashedTransitionClaim(t *testing.T) {
 			}
 			if b := c.sidecar(e); b != nil {
 				os.WriteFile(e.sidecar, b, 0o600)
+			}
+			if strings.HasSuffix(name, "being written") {
+				w, err := os.OpenFile(e.sidecar, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
 			}
 			old := time.Now().Add(-5 * time.Second)
 			os.Chtimes(e.sidecar, old, old)
@@ -520,17 +547,28 @@ func TestPowerLossRule(t *testing.T) {
 		age  time.Duration
 		ok   bool
 	}{
-		"empty, before boot":        {nil, 1000 * time.Hour, true},
-		"torn, before boot":         {[]byte(`{"pid":12,"sta`), 1000 * time.Hour, true},
-		"empty, young":              {nil, 0, false},
-		"torn, a minute old":        {[]byte(`{"pid":12,"sta`), time.Minute, false},
-		"released:false, 1 min old": {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), time.Minute, true},
-		"released:false, young":     {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), 0, false},
+		"empty, before boot":                {nil, 1000 * time.Hour, true},
+		"torn, before boot":                 {[]byte(`{"pid":12,"sta`), 1000 * time.Hour, true},
+		"empty, young":                      {nil, 0, false},
+		"torn, a minute old, being written": {[]byte(`{"pid":12,"sta`), time.Minute, false},
+		// Beyond the power-loss rule: no process has it open for writing,
+		// so its writer died while writing it (judgeMalformed).
+		"torn, a minute old, abandoned": {[]byte(`{"pid":12,"sta`), time.Minute, true},
+		"empty, 5s old, abandoned":      {nil, 5 * time.Second, true},
+		"released:false, 1 min old":     {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), time.Minute, true},
+		"released:false, young":         {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), 0, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			data := bytes.ReplaceAll(c.data, []byte("HOST"), []byte(e.host.ID))
 			os.WriteFile(e.lock, data, 0o600)
+			if strings.HasSuffix(name, "being written") {
+				w, err := os.OpenFile(e.lock, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+			}
 			old := time.Now().Add(-c.age)
 			os.Chtimes(e.lock, old, old)
 			before := stateOf(t, e.lock)
