@@ -268,6 +268,24 @@ func TestFaultEROFS(t *testing.T) {
 		testfs.RemountReadWrite(t, mnt)
 		checkHeals(t, e, healState)
 	})
+	t.Run("remount-refused-while-held", func(t *testing.T) {
+		// Why the case above comes between updates: the holder has
+		// F.lock open for writing, and Linux refuses the remount.
+		mnt := testfs.LoopExt4(t, 16)
+		e := faultEnv(t, mnt)
+		h, err := Lock(context.Background(), e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Mount("none", mnt, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, "")
+		t.Logf("fault table: mount -o remount,ro while the lock is held: %v", err)
+		if !errors.Is(err, syscall.EBUSY) {
+			t.Errorf("remount,ro while the lock is held: %v, want EBUSY", err)
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	for _, wb := range writeBacks {
 		t.Run("forced-while-held/"+wb.name, func(t *testing.T) {
 			mnt := testfs.LoopExt4With(t, 16, nil, "errors=remount-ro")
