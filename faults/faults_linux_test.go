@@ -115,6 +115,7 @@ func (e *env) checkNamed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Inspect after the fault: %v", err)
 	}
+	t.Logf("fault table: lock after the fault: %s", st.State)
 	switch st.State {
 	case statelock.StateFree, statelock.StateReleased, statelock.StateStale:
 	default:

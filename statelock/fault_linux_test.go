@@ -120,6 +120,7 @@ func checkNamed(t *testing.T, e *testEnv) []string {
 	if err != nil {
 		t.Fatalf("Inspect after the fault: %v", err)
 	}
+	t.Logf("fault table: lock after the fault: %s", st.State)
 	switch st.State {
 	case StateFree, StateReleased, StateStale:
 	default:
