@@ -133,17 +133,14 @@ func Mount(t testing.TB) *FS {
 			t.Fatal(err)
 		}
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(f.Backing, &st); err != nil {
+	loopRoot, err := fs.NewLoopbackRoot(f.Backing)
+	if err != nil {
 		t.Fatal(err)
 	}
-	root := &fs.LoopbackRoot{Path: f.Backing, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, parent *fs.Inode, name string, st *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, f: f}
-	}
-	root.RootNode = root.NewNode(root, nil, "", &st)
+	// Every child is wrapped the same way (WrapChild).
+	root := &node{LoopbackNode: loopRoot.(*fs.LoopbackNode), f: f}
 	zero := time.Duration(0)
-	server, err := fs.Mount(f.Dir, root.RootNode, &fs.Options{
+	server, err := fs.Mount(f.Dir, root, &fs.Options{
 		// No attribute or entry caching: every stat reaches the backing
 		// filesystem, as exactfs's identity checks expect of a local one.
 		EntryTimeout:    &zero,
@@ -192,6 +189,7 @@ func Mount(t testing.TB) *FS {
 	if err := server.WaitMount(); err != nil {
 		t.Fatal(err)
 	}
+	var st syscall.Stat_t
 	if err := syscall.Stat(f.Dir, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +249,18 @@ func AbortAll() {
 
 // node is a loopback node that asks its FS before each call it can fail.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	f *FS
 }
 
+// WrapChild makes every node the loopback creates (lookup, create, mkdir)
+// one of ours.
+func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*fs.LoopbackNode), f: n.f}
+}
+
 var (
+	_ fs.NodeWrapChilder    = (*node)(nil)
 	_ fs.NodeCreater        = (*node)(nil)
 	_ fs.NodeMkdirer        = (*node)(nil)
 	_ fs.NodeUnlinker       = (*node)(nil)
