@@ -74,6 +74,35 @@ type FS struct {
 	mu    sync.Mutex
 	rules []*rule
 	hits  []Hit
+	// open holds the release of every backing descriptor the layer has
+	// open. After an abort the kernel sends no RELEASE, so the cleanup
+	// closes what is left, or the loop mount below stays busy.
+	open map[any]func()
+}
+
+func (f *FS) opened(h any, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open == nil {
+		f.open = map[any]func(){}
+	}
+	f.open[h] = release
+}
+
+func (f *FS) released(h any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.open, h)
+}
+
+func (f *FS) releaseAll() {
+	f.mu.Lock()
+	left := f.open
+	f.open = nil
+	f.mu.Unlock()
+	for _, release := range left {
+		release()
+	}
 }
 
 type rule struct {
@@ -185,6 +214,7 @@ func Mount(t testing.TB) *FS {
 			syscall.Unmount(f.Dir, syscall.MNT_DETACH)
 		}
 		server.Wait()
+		f.releaseAll()
 	})
 	if err := server.WaitMount(); err != nil {
 		t.Fatal(err)
@@ -302,7 +332,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		fh.(fs.FileReleaser).Release(ctx)
 		return nil, nil, 0, errno
 	}
-	return ch, &handle{lf: fh.(*fs.LoopbackFile), name: name, f: n.f}, fl, 0
+	return ch, n.f.newHandle(fh.(*fs.LoopbackFile), name), fl, 0
+}
+
+func (f *FS) newHandle(lf *fs.LoopbackFile, name string) *handle {
+	h := &handle{lf: lf, name: name, f: f}
+	f.opened(h, func() { lf.Release(context.Background()) })
+	return h
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -319,7 +355,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		fh.(fs.FileReleaser).Release(ctx)
 		return nil, 0, errno
 	}
-	return &handle{lf: fh.(*fs.LoopbackFile), name: name, f: n.f}, fl, 0
+	return n.f.newHandle(fh.(*fs.LoopbackFile), name), fl, 0
 }
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -327,7 +363,9 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if e != 0 {
 		return nil, 0, e
 	}
-	return &dirHandle{dirStream: fh.(dirStream), name: n.name(), f: n.f}, fl, 0
+	d := &dirHandle{dirStream: fh.(dirStream), name: n.name(), f: n.f}
+	n.f.opened(d, func() { d.dirStream.Releasedir(context.Background(), 0) })
+	return d, fl, 0
 }
 
 // around runs call unless the rule for op on name says to fail first.
@@ -412,8 +450,11 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	return h.f.around(OpFsync, h.name, func() syscall.Errno { return h.lf.Fsync(ctx, flags) })
 }
 
-func (h *handle) Flush(ctx context.Context) syscall.Errno   { return h.lf.Flush(ctx) }
-func (h *handle) Release(ctx context.Context) syscall.Errno { return h.lf.Release(ctx) }
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return h.lf.Flush(ctx) }
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.f.released(h)
+	return h.lf.Release(ctx)
+}
 func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 	return h.lf.Getattr(ctx, out)
 }
@@ -440,6 +481,11 @@ type dirHandle struct {
 	dirStream
 	name string
 	f    *FS
+}
+
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	d.f.released(d)
+	d.dirStream.Releasedir(ctx, flags)
 }
 
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
