@@ -19,7 +19,15 @@ type testEnv struct {
 func newEnv(t testing.TB) *testEnv {
 	t.Helper()
 	base := t.TempDir()
-	e := &testEnv{dir: filepath.Join(base, "d"), configRoot: filepath.Join(base, "config")}
+	return newEnvAt(t, filepath.Join(base, "d"), filepath.Join(base, "config"))
+}
+
+// newEnvAt is newEnv with the state file's directory (made here) and the
+// config root where the caller says (fault tests put the directory on a
+// loop mount and the config root off it).
+func newEnvAt(t testing.TB, dir, configRoot string) *testEnv {
+	t.Helper()
+	e := &testEnv{dir: dir, configRoot: configRoot}
 	if err := os.Mkdir(e.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
