@@ -56,7 +56,9 @@
 // of the holder's written descriptor). Parked descriptors hold no lock and
 // are closed after a second unused; F.lock's is closed at once when a
 // waiter has waited longer than bargeWindow, and after 0.5 ms when waiters
-// younger than that are queued.
+// younger than that are queued, except after Update's early release by a
+// process whose directory fsyncs take longer than those 0.5 ms: it will not
+// be back sooner, so the first waiter is woken at once.
 //
 // # Durability: which fsyncs the protocol needs
 //
