@@ -46,12 +46,10 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		return err
 	}
 	var (
-		released bool
-		relErr   error
-	)
-	var (
 		wopts      []exactfs.WriteOption
+		released   bool
 		releasedAt time.Time
+		relErr     error
 	)
 	if !h.l.cfg.holdThroughSync {
 		// The write is still using the locker's directory descriptor (its
