@@ -21,16 +21,21 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -66,10 +71,28 @@ func main() {
 	if err != nil {
 		fail("cannot find this program's executable: %v", err)
 	}
+	// An interrupt still unmounts and removes what this run made.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var current atomic.Pointer[func()]
+	go func() {
+		s := <-sigs
+		killWorkers()
+		if c := current.Swap(nil); c != nil {
+			(*c)()
+		}
+		fail("stopped by %v", s)
+	}()
 	for _, name := range strings.Split(*fsList, ",") {
-		base, cleanup, err := filesystem(name, *dir)
+		base, cleanupFS, err := filesystem(name, *dir)
 		if err != nil {
 			fail("%s: %v", name, err)
+		}
+		current.Store(&cleanupFS)
+		cleanup := func() {
+			if c := current.Swap(nil); c != nil {
+				(*c)()
+			}
 		}
 		b := &bench{self: self, base: base, procs: procs, kinds: ks, total: *total, rounds: *rounds}
 		b.fs = describeFS(base)
@@ -172,7 +195,7 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 		for _, c := range kids {
 			if c.cmd.ProcessState == nil {
 				c.cmd.Process.Kill()
-				c.cmd.Wait()
+				waitWorker(c.cmd)
 			}
 		}
 	}()
@@ -189,14 +212,14 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 			return runResult{}, err
 		}
 		c.in, c.out = in, bufio.NewReader(out)
-		if err := c.cmd.Start(); err != nil {
+		if err := startWorker(c.cmd); err != nil {
 			return runResult{}, err
 		}
 		kids = append(kids, c)
 	}
 	for _, c := range kids {
 		if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
-			c.cmd.Wait()
+			waitWorker(c.cmd)
 			return runResult{}, fmt.Errorf("a worker did not start (%q, %v): %s", line, err, c.errBf.String())
 		}
 	}
@@ -210,7 +233,7 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 	for i, c := range kids {
 		var w workerResult
 		derr := json.NewDecoder(c.out).Decode(&w)
-		werr := c.cmd.Wait()
+		werr := waitWorker(c.cmd)
 		if werr != nil || derr != nil {
 			return runResult{}, fmt.Errorf("worker %d: %v %v: %s", i+1, werr, derr, strings.TrimSpace(c.errBf.String()))
 		}
@@ -235,6 +258,50 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 	res.cpuNs = float64(cpu) / float64(n)
 	res.possible = n - 1
 	return res, nil
+}
+
+// The running workers, for an interrupt to kill.
+var workers struct {
+	sync.Mutex
+	m       map[*exec.Cmd]bool
+	stopped bool
+}
+
+func startWorker(cmd *exec.Cmd) error {
+	workers.Lock()
+	defer workers.Unlock()
+	if workers.stopped {
+		return errors.New("interrupted")
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if workers.m == nil {
+		workers.m = map[*exec.Cmd]bool{}
+	}
+	workers.m[cmd] = true
+	return nil
+}
+
+// waitWorker waits for a worker started by startWorker and forgets it.
+func waitWorker(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	workers.Lock()
+	delete(workers.m, cmd)
+	workers.Unlock()
+	return err
+}
+
+// killWorkers SIGKILLs every running worker and gives the kernel a moment
+// to close their files, so that a mount made for the run can be removed.
+func killWorkers() {
+	workers.Lock()
+	workers.stopped = true
+	for cmd := range workers.m {
+		cmd.Process.Kill()
+	}
+	workers.Unlock()
+	time.Sleep(300 * time.Millisecond)
 }
 
 func median(v []float64) float64 {

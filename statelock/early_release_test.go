@@ -5,6 +5,7 @@ package statelock
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/tsseed"
 )
 
@@ -91,4 +94,47 @@ func incrementCounter(old []byte) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(`{"n":` + strconv.Itoa(s.N+1) + `}`), nil
+}
+
+// TestEarlyReleasePoint: by default the lock is free once the new state
+// file is at its name and before the directory fsync (another caller's
+// TryLock succeeds there, and finds the new bytes); with
+// WithEarlyRelease(false) it is still held at that point.
+func TestEarlyReleasePoint(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			e := newEnv(t)
+			var tried bool
+			var tryErr error
+			var seen []byte
+			defer hook.Set(exactfs.HookCommitted, func(path string) {
+				if path != e.state || tried {
+					return
+				}
+				tried = true
+				h, err := TryLock(e.state, e.opts()...)
+				tryErr = err
+				if err == nil {
+					seen, _ = os.ReadFile(e.state)
+					if err := h.Unlock(); err != nil {
+						t.Error(err)
+					}
+				}
+			})()
+			if err := Update(context.Background(), e.state, incrementCounter, e.opts(WithEarlyRelease(early))...); err != nil {
+				t.Fatal(err)
+			}
+			if !tried {
+				t.Fatal("the hook after the commit never ran")
+			}
+			switch {
+			case early && tryErr != nil:
+				t.Fatalf("after the rename, before the directory fsync, the lock should be free: %v", tryErr)
+			case early && string(seen) != `{"n":1}`:
+				t.Fatalf("the next holder should see the new bytes there, saw %q", seen)
+			case !early && !errors.Is(tryErr, ErrLocked):
+				t.Fatalf("WithEarlyRelease(false): the lock should still be held before the directory fsync; TryLock: %v", tryErr)
+			}
+		})
+	}
 }

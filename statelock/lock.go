@@ -327,14 +327,13 @@ func (l *locker) described(c *contention) *contention {
 // F.lock. If the record was changed by someone else, Unlock fails loudly
 // and leaves what is there alone. Unlock closes the descriptor that holds
 // our kernel lock in every case, so a failed release is still visibly over.
-func (h *Held) Unlock() error { return h.unlock(false) }
+func (h *Held) Unlock() error { return h.unlock(false, false) }
 
 // unlock is Unlock. early is Update's early release: the write is still
 // using the locker's directory descriptor, so it is left open (the caller
-// closes it, h.l.close, once the write is done), and this process has its
-// directory fsync to make before it can come back for the lock, so a
-// queued waiter is woken at once (parkRecord).
-func (h *Held) unlock(early bool) error {
+// closes it, h.l.close, once the write is done). away: this process is not
+// about to lock again, so a queued waiter is woken at once (parkRecord).
+func (h *Held) unlock(early, away bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
@@ -345,7 +344,7 @@ func (h *Held) unlock(early bool) error {
 		defer h.l.close()
 	}
 	start := time.Now()
-	attempts, err := h.l.release(h.rec, early)
+	attempts, err := h.l.release(h.rec, away)
 	if err != nil {
 		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
 	}

@@ -21,8 +21,8 @@ import (
 // takes the transition claim from under the process that is re-acquiring.
 // So Unlock decides (parkRecord):
 //   - a waiter has waited longer than bargeWindow, or the release is
-//     Update's early one (this process fsyncs before it can come back):
-//     close now, its turn;
+//     Update's early one and this process's directory fsyncs take longer
+//     than handoffDelay (it will not be back sooner): close now, its turn;
 //   - waiters younger than that: park for handoffDelay; if this process
 //     has not taken it back by then, the close wakes the first waiter a
 //     moment later than it would have;
@@ -125,8 +125,8 @@ func (l *locker) takeParked(name string) *os.File {
 // parkRecord parks the descriptor of a record we have just released (its
 // OFD lock dropped), for as long as the queue on it allows (see above).
 // away says this process is not about to lock again (Update's early
-// release: it has its directory fsync to make first, a journal commit on
-// most disks), so a queued waiter is woken at once instead of after
+// release, when its directory fsyncs take longer than handoffDelay:
+// lastDirSync), so a queued waiter is woken at once instead of after
 // handoffDelay: parking would only delay the hand-off.
 func parkRecord(f *os.File, id exactfs.Identity, away bool) {
 	idle := parkIdle

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync/atomic"
+	"time"
 
 	"github.com/exactfs/exactfs"
 )
@@ -46,21 +48,24 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		return err
 	}
 	var (
-		released bool
-		relErr   error
+		wopts      []exactfs.WriteOption
+		released   bool
+		releasedAt time.Time
+		relErr     error
 	)
-	var wopts []exactfs.WriteOption
 	if !h.l.cfg.holdThroughSync {
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			released, relErr = true, h.unlock(true)
+			relErr = h.unlock(true, lastDirSync.Load() > int64(handoffDelay))
+			released, releasedAt = true, time.Now()
 		}))
 	}
 	opErr := h.update(fn, wopts...)
 	if !released {
 		return errors.Join(opErr, h.Unlock())
 	}
+	lastDirSync.Store(int64(time.Since(releasedAt)))
 	h.l.close()
 	if opErr != nil {
 		opErr = fmt.Errorf("%w: %s: the new bytes were renamed into place and the lock released, "+
@@ -70,6 +75,16 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 	}
 	return errors.Join(opErr, relErr)
 }
+
+// lastDirSync is how long the last early-released Update of this process
+// took from its release to its return (the directory fsync, nearly all of
+// it). When that is longer than handoffDelay, this process will not be
+// back for the lock before a parked release would wake the first waiter
+// anyway, so its release wakes that waiter at once (parkRecord's away);
+// when it is shorter (tmpfs, a fast disk), the process is usually back
+// first and takes the lock again without waking anyone, as a Lock/Unlock
+// loop does.
+var lastDirSync atomic.Int64
 
 func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.WriteOption) error {
 	d, name := h.l.dir, h.l.base
