@@ -37,9 +37,11 @@ const exitCodeHelp = `Exit status:
   65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
        (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
-  74   other failure (I/O error, permission denied, nothing at the path)
+  74   other failure (I/O error, permission denied, nothing at the path);
+       status: the lock record is unreadable
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
-       also: the file changed while it was being read
+       also: the file changed while it was being read; recover: a planned
+       action was not done because its object was in use
   76   identity mismatch or destination exists: the object is not the one
        expected, and nothing was changed
   77   unsafe path refused: a symlink, FIFO, socket, device, directory or
