@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/exactfs/exactfs"
@@ -128,6 +129,9 @@ func hintFor(err error, code int) string {
 	var le *statelock.LockError
 	isLock := errors.As(err, &le)
 	switch {
+	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
+		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
+			"'exactfs status' says whether this host wrote it under another config root, and gives the safe way out"
 	case code == exitBusy && isLock:
 		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
 	case code == exitBusy:
