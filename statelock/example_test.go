@@ -136,3 +136,37 @@ func ExampleInspect() {
 	// held true alive
 	// released
 }
+
+// Recover what automatic reclaim never guesses about: here an empty owner
+// record a minute old that no process holds a kernel lock on (a writer
+// killed between creating and writing it). A dry run says what would be
+// done and why; the real run does exactly that.
+func ExampleRecover() {
+	dir, opts := exampleDir()
+	defer os.RemoveAll(dir)
+	stateFile := filepath.Join(dir, "state.json")
+	os.WriteFile(stateFile+".lock", nil, 0o600)
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(stateFile+".lock", old, old)
+
+	plan, err := statelock.Recover(stateFile, true, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, a := range plan {
+		fmt.Println("would:", a.Kind, filepath.Base(a.Path))
+	}
+	done, err := statelock.Recover(stateFile, false, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, a := range done {
+		fmt.Println("done:", a.Kind, a.Done)
+	}
+	_, err = os.Lstat(stateFile + ".lock")
+	fmt.Println("gone:", os.IsNotExist(err))
+	// Output:
+	// would: remove-lock state.json.lock
+	// done: remove-lock true
+	// gone: true
+}

@@ -47,7 +47,7 @@ func newConfig(opts []Option) config {
 func WithWait(d time.Duration) Option { return func(c *config) { c.wait, c.waitSet = d, true } }
 
 // WithConfigRoot names the directory holding machine-identity.secret, from
-// which the host id in owner records is derived (SPEC §3). Processes that
+// which the host id in owner records is derived. Processes that
 // share a lock must use the same root, TypeScript peers included
 // ($GJC_CONFIG_ROOT). Default: liveness.DefaultConfigRoot().
 func WithConfigRoot(dir string) Option { return func(c *config) { c.configRoot = dir } }

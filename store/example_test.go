@@ -71,3 +71,30 @@ func ExampleAcquireLease() {
 	// Output:
 	// later holder, larger fence: true
 }
+
+// Reap crash residue: only files with a private residue name that are
+// provably inert are removed; everything else is kept and reported.
+func ExampleStore_Reap() {
+	base, _ := os.MkdirTemp("", "store-example-")
+	defer os.RemoveAll(base)
+	s, err := store.Open(filepath.Join(base, "data"), store.Create())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	// The empty placeholder an interrupted exact unlink leaves behind, and a
+	// file of the user's own that merely sits beside it.
+	os.WriteFile(filepath.Join(s.Path(), exactfs.PlaceholderPrefix+"803-1f2e"), nil, 0o600)
+	os.WriteFile(filepath.Join(s.Path(), "notes.txt"), []byte("mine"), 0o600)
+
+	rep, err := s.Reap(store.ReapMinAge(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("removed:", rep.Removed)
+	names, _ := s.List(".")
+	fmt.Println("left:", names)
+	// Output:
+	// removed: [.gjc-exact-unlink-placeholder-803-1f2e]
+	// left: [notes.txt]
+}

@@ -13,6 +13,7 @@ import (
 // and streams (there is no exec(2) here), and passes its status through.
 func runBackend(e *env, path string, args []string) int {
 	cmd := exec.Command(path, args...)
+	cmd.Args[0] = os.Args[0] // exactfs-etcd names itself after argv[0] in messages
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err := cmd.Run()
 	var ee *exec.ExitError

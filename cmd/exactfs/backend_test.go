@@ -3,12 +3,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// fakeEtcdEnv makes this test binary act as a fake exactfs-etcd that
+// prints its argv (TestMain).
+const fakeEtcdEnv = "EXACTFS_TEST_FAKE_ETCD"
 
 // fakeEtcd writes an exactfs-etcd into dir that prints who it is and its
 // arguments, and exits 42.
@@ -63,8 +68,26 @@ func TestEtcdURLsAreHandedToExactfsEtcd(t *testing.T) {
 		t.Errorf("with exactfs-etcd beside the binary: exit %d, %q", cmd.ProcessState.ExitCode(), out)
 	}
 
+	// The exact argv, seen by a real executable (a script loses argv[0]):
+	// the name exactfs was run by, then the same arguments.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goFake := t.TempDir()
+	os.WriteFile(filepath.Join(goFake, etcdCommand), data, 0o755)
+	r := runEnv(t, work, []string{"PATH=" + goFake + ":/usr/bin:/bin", fakeEtcdEnv + "=1"}, "update", "-w", "1", "etcd:///k", "--", "a b", "")
+	expectCode(t, r, 42, "update etcd:///k with the Go fake")
+	if want := fmt.Sprintf("argv %q\n", []string{exactfsBin, "update", "-w", "1", "etcd:///k", "--", "a b", ""}); r.stdout != want {
+		t.Errorf("exactfs-etcd ran with\n%s want\n%s", r.stdout, want)
+	}
+
 	// Absent: say how to install it.
-	r := runEnv(t, work, []string{"PATH=/usr/bin:/bin"}, "update", "etcd://h/app/state.json", "--", "cat")
+	r = runEnv(t, work, []string{"PATH=/usr/bin:/bin"}, "update", "etcd://h/app/state.json", "--", "cat")
 	expectCode(t, r, exitUnavail, "update etcd://... without exactfs-etcd")
 	if !strings.Contains(r.stderr, etcdInstall) || !strings.Contains(r.stderr, "not installed") {
 		t.Errorf("no install hint:\n%s", r.stderr)

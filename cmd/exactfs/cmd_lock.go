@@ -40,10 +40,10 @@ random token of this acquisition, as in the owner record: it tells this
 acquisition from any other, but is not ordered) in its environment.
 
 Coming from flock(1): -n is --try, -w is --timeout, -E is --conflict-exit-code,
--c runs a shell command, -q is --quiet. The default wait is 5s, not forever:
---timeout none waits as long as it takes. There is no shared mode (-s): the
-lock has exactly one holder, and readers need none, because every write
-replaces STATEFILE atomically.
+-c runs a shell command, -q is --quiet, and -x is accepted (the only mode). The
+default wait is 5s, not forever: --timeout none waits as long as it takes.
+There is no shared mode (-s): the lock has exactly one holder, and readers need
+none, because every write replaces STATEFILE atomically.
 
 Examples:
   exactfs lock /var/lib/app/state.json -- ./migrate.sh

@@ -239,13 +239,15 @@ func hasLib(plan []planStep) bool {
 
 // writeLeft prints what recover leaves for a person, and why.
 func writeLeft(w io.Writer, st *statusJSON, minAge time.Duration) {
-	switch st.Lock {
-	case "held":
+	switch {
+	case st.Lock == "held" && planned(st, stepReclaim):
+		// A holder of another config root, dead there: reclaimed above.
+	case st.Lock == "held":
 		fmt.Fprintf(w, "leave %s: held by %s\n", st.LockPath, describeHolder(st.Holder))
 		for _, l := range foreignAdvice(st) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
-	case "legacy", "unreadable":
+	case st.Lock == "legacy" || st.Lock == "unreadable":
 		fmt.Fprintf(w, "leave %s: %s: %s\n", st.LockPath, st.Lock, st.Detail)
 		if st.Lock == "unreadable" {
 			// The protocol never reclaims a record it cannot read (it may be

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/exactfs/exactfs"
@@ -37,9 +38,11 @@ const exitCodeHelp = `Exit status:
   65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
        (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
-  74   other failure (I/O error, permission denied, nothing at the path)
+  74   other failure (I/O error, permission denied, nothing at the path);
+       status: the lock record is unreadable
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
-       also: the file changed while it was being read
+       also: the file changed while it was being read; recover: a planned
+       action was not done because its object was in use
   76   identity mismatch or destination exists: the object is not the one
        expected, and nothing was changed
   77   unsafe path refused: a symlink, FIFO, socket, device, directory or
@@ -126,6 +129,9 @@ func hintFor(err error, code int) string {
 	var le *statelock.LockError
 	isLock := errors.As(err, &le)
 	switch {
+	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
+		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
+			"'exactfs status' says whether this host wrote it under another config root, and gives the safe way out"
 	case code == exitBusy && isLock:
 		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
 	case code == exitBusy:

@@ -113,6 +113,7 @@ func TestFlockHabits(t *testing.T) {
 	}
 	os.Remove(ran)
 	expectCode(t, runIn(t, dir, quick, "", "lock", "-c", "exit 7", "s"), 7, "lock -c 'exit 7'")
+	expectCode(t, runIn(t, dir, quick, "", "lock", "-x", "-c", "exit 8", "s"), 8, "lock -x -c 'exit 8'")
 	expectCode(t, runIn(t, dir, quick, "", "lock", "-c", "true", "s", "extra"), exitUsage, "lock -c with CMD arguments too")
 
 	for _, args := range [][]string{

@@ -41,6 +41,8 @@ func (f *lockFlags) register(fs *flagSet, update bool) {
 	fs.StringVar(&f.shell, "command", "", "run `CMD` with /bin/sh -c instead of taking CMD [ARG...] after STATEFILE")
 	fs.StringVar(&f.shell, "c", "", "")
 	fs.BoolVar(&f.mkdir, "mkdir", false, "create STATEFILE's directory (0700) if it is missing; without it a missing\ndirectory is an error, so that a typo cannot give a lock nobody else takes")
+	fs.BoolVar(new(bool), "exclusive", false, "the only mode there is; accepted for flock's -x")
+	fs.BoolVar(new(bool), "x", false, "")
 	fs.BoolVar(&f.shared, "shared", false, "not available: the lock has exactly one holder, and readers need no lock")
 	fs.BoolVar(&f.shared, "s", false, "")
 	if update {
@@ -51,7 +53,7 @@ func (f *lockFlags) register(fs *flagSet, update bool) {
 
 // flagAliases are the short, flock-style spellings of long flags. Help, the
 // man page and the completions show them beside the long name.
-var flagAliases = map[string]string{"w": "timeout", "n": "try", "E": "conflict-exit-code", "q": "quiet", "c": "command", "s": "shared"}
+var flagAliases = map[string]string{"w": "timeout", "n": "try", "E": "conflict-exit-code", "q": "quiet", "c": "command", "s": "shared", "x": "exclusive"}
 
 func registerIdentityFlags(fs *flagSet, configRoot *string, hostLocal *bool) {
 	fs.StringVar(configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of this host's id in owner\nrecords (default: $XDG_CONFIG_HOME/exactfs); peers sharing a lock must agree")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -37,15 +38,11 @@ func resolveSystemSymlinks(path string) string {
 	}
 	p := filepath.Clean(path)
 	for range maxSystemHops {
-		link := trustedPrefix(p)
-		if link == "" {
-			break
-		}
-		target, ok := trustedTarget(link)
+		next, ok := resolveOnce(p)
 		if !ok {
 			break
 		}
-		p = filepath.Join(target, strings.TrimPrefix(p, link))
+		p = next
 	}
 	if p == filepath.Clean(path) {
 		return path // keep what the user wrote, trailing separators included
@@ -53,14 +50,34 @@ func resolveSystemSymlinks(path string) string {
 	return p
 }
 
-// trustedPrefix returns the system symlink p starts with, or "".
-func trustedPrefix(p string) string {
+// resolveOnce rewrites the first system symlink on p, looking at the listed
+// names p starts with from the shortest: on macOS /var is the symlink and
+// /var/run lies beyond it (an lstat of /var/run would follow /var), on
+// Debian /var is a directory and /var/lock the symlink. A listed name that
+// is a real directory is passed; anything else ends the search.
+func resolveOnce(p string) (string, bool) {
+	var prefixes []string
 	for _, s := range systemSymlinks {
 		if p == s || strings.HasPrefix(p, s+"/") {
-			return s
+			prefixes = append(prefixes, s)
 		}
 	}
-	return ""
+	sort.Slice(prefixes, func(i, j int) bool { return len(prefixes[i]) < len(prefixes[j]) })
+	for _, link := range prefixes {
+		fi, err := os.Lstat(link)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil && fi.Mode()&os.ModeSymlink != 0:
+			target, ok := trustedTarget(link)
+			if !ok {
+				return "", false
+			}
+			return filepath.Join(target, strings.TrimPrefix(p, link)), true
+		}
+		return "", false
+	}
+	return "", false
 }
 
 // trustedTarget returns the target of the system symlink link when the

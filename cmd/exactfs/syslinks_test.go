@@ -74,6 +74,35 @@ func TestTrustedSystemSymlinkRule(t *testing.T) {
 			}
 		})
 	}
+	// macOS: /var is the symlink and /var/run a directory beyond it; Debian:
+	// /var a directory and /var/lock the symlink. Both orders of the list.
+	root := filepath.Join(base, "nested")
+	for _, d := range []string{"private/var/run", "var"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.Chmod(root, 0o755)
+	os.Symlink("private/var", filepath.Join(root, "mvar"))            // like macOS /var
+	os.Symlink("../private/var/run", filepath.Join(root, "var/lock")) // like Debian /var/lock
+	saved := systemSymlinks
+	defer func() { systemSymlinks = saved }()
+	for _, list := range [][]string{
+		{root + "/mvar/run", root + "/mvar", root + "/var/lock", root + "/var"},
+		{root + "/var", root + "/var/lock", root + "/mvar", root + "/mvar/run"},
+	} {
+		systemSymlinks = list
+		for in, want := range map[string]string{
+			root + "/mvar/run/job": root + "/private/var/run/job",
+			root + "/mvar/x":       root + "/private/var/x",
+			root + "/var/lock/job": root + "/private/var/run/job",
+			root + "/var/other":    root + "/var/other",
+		} {
+			if got := resolveSystemSymlinks(in); got != want {
+				t.Errorf("list %v: resolveSystemSymlinks(%s) = %s, want %s", list, in, got, want)
+			}
+		}
+	}
+	systemSymlinks = saved
+
 	// Relative paths and paths not under a listed link are left as written.
 	for _, p := range []string{"var/lock/job", "./x", "/nowhere/x/"} {
 		if got := resolveSystemSymlinks(p); got != p {

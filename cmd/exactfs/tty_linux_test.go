@@ -75,3 +75,38 @@ func TestWaitingLineOnTerminal(t *testing.T) {
 		t.Fatalf("after %v on a terminal, stderr lacks %q:\n%q", time.Since(start), want, got)
 	}
 }
+
+// TestQuietOnTerminal: with --quiet, a lock call that waits on a terminal
+// and times out prints nothing at all, not even the waiting line.
+func TestQuietOnTerminal(t *testing.T) {
+	dir := t.TempDir()
+	startHolder(t, dir, "state.json", 60)
+	ptmx, tty := openPTY(t)
+	var out bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	cmd := exec.Command(exactfsBin, "lock", "-q", "-w", "1.8", "state.json", "--", "true")
+	cmd.Dir = dir
+	cmd.Stderr = tty
+	cmd.Run()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != exitBusy {
+		t.Fatalf("lock -q on a held lock: exit %v, want 75", cmd.ProcessState)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if out.Len() != 0 {
+		t.Fatalf("lock -q wrote to the terminal: %q", out.String())
+	}
+}
