@@ -69,11 +69,11 @@ type member struct {
 
 // cluster is a three-member etcd cluster on 127.0.0.1.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	members []*member
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,7 +84,7 @@ func freePort(t *testing.T) int {
 }
 
 // startCluster starts three members and waits until they have a leader.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	base := t.TempDir()
 	c := &cluster{t: t}
@@ -166,7 +166,7 @@ func (c *cluster) endpoints() []string {
 	return eps
 }
 
-func (c *cluster) client(t *testing.T, eps ...string) *clientv3.Client {
+func (c *cluster) client(t testing.TB, eps ...string) *clientv3.Client {
 	t.Helper()
 	if len(eps) == 0 {
 		eps = c.endpoints()
@@ -258,7 +258,7 @@ type child struct {
 
 // startChild runs this test binary in role with args; its stdout lines
 // arrive on lines, its stderr goes to the test log on failure.
-func startChild(t *testing.T, role string, args ...string) *child {
+func startChild(t testing.TB, role string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+role, argsEnv+"="+strings.Join(args, "\n"))
@@ -301,7 +301,7 @@ func startChild(t *testing.T, role string, args ...string) *child {
 }
 
 // next waits for the child's next stdout line.
-func (c *child) next(t *testing.T, d time.Duration) string {
+func (c *child) next(t testing.TB, d time.Duration) string {
 	t.Helper()
 	select {
 	case l, ok := <-c.lines:
