@@ -30,7 +30,7 @@ const (
 	DefaultOpTimeout = 10 * time.Second
 	// attemptTimeout bounds one request to one member; a request that has
 	// no answer by then is sent again (or, for a commit, resolved).
-	attemptTimeout = 2 * time.Second
+	attemptTimeout = 1 * time.Second
 )
 
 type config struct {
@@ -165,6 +165,17 @@ func (c *Client) session(ctx context.Context) (*concurrency.Session, error) {
 	}
 	c.sess = s
 	return s, nil
+}
+
+// forget drops s, whose lease the server no longer knows, so that the
+// next lock call grants a new one.
+func (c *Client) forget(s *concurrency.Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == s {
+		c.sess = nil
+		s.Orphan()
+	}
 }
 
 // Locker returns the lock of the state key key. The key must not be empty
