@@ -15,25 +15,39 @@ import (
 	"go.uber.org/zap"
 )
 
-// The baseline: concurrency.Mutex + Get + Put + Unlock, the plain way to do
-// a read-modify-write under an etcd lock (without a fence on the write).
+// The baselines: concurrency.Mutex + Get + Put + Unlock, the plain way to
+// do a read-modify-write under an etcd lock (without a fence on the
+// write), and the bare Mutex + Put + Unlock loop.
 type mutexUpdater struct {
 	sess *concurrency.Session
 	key  string
 }
 
 func (m *mutexUpdater) update(ctx context.Context) error {
+	return m.run(ctx, true)
+}
+
+// putOnly is the bare "Mutex + Put" loop: Lock, Put, Unlock, no read.
+func (m *mutexUpdater) putOnly(ctx context.Context) error {
+	return m.run(ctx, false)
+}
+
+func (m *mutexUpdater) run(ctx context.Context, read bool) error {
 	mu := concurrency.NewMutex(m.sess, m.key+".mutex")
 	if err := mu.Lock(ctx); err != nil {
 		return err
 	}
 	cli := m.sess.Client()
-	r, err := cli.Get(ctx, m.key)
-	if err == nil {
-		n := 0
-		if len(r.Kvs) == 1 {
+	var err error
+	n := 0
+	if read {
+		var r *clientv3.GetResponse
+		r, err = cli.Get(ctx, m.key)
+		if err == nil && len(r.Kvs) == 1 {
 			n, _ = strconv.Atoi(string(r.Kvs[0].Value))
 		}
+	}
+	if err == nil {
 		_, err = cli.Put(ctx, m.key, strconv.Itoa(n+1))
 	}
 	if uerr := mu.Unlock(ctx); err == nil {
@@ -103,10 +117,10 @@ func median(xs []float64) float64 {
 //
 //	cd etcd/e2e && go test -run '^$' -bench VsMutex -benchtime 1x .
 func BenchmarkVsMutex(b *testing.B) {
-	const rounds, ops, workers = 5, 200, 4
+	const rounds, ops, workers = 12, 100, 4
 	c := startCluster(b)
 	eps := c.endpoints()
-	var ours, base []func(context.Context) error
+	var ours, base, bare []func(context.Context) error
 	for w := 0; w < workers; w++ {
 		cli := benchClient(b, eps)
 		l := etcd.NewClient(cli, etcd.WithWait(time.Minute)).Locker("/bench/ours")
@@ -117,22 +131,32 @@ func BenchmarkVsMutex(b *testing.B) {
 		}
 		m := &mutexUpdater{sess: sess, key: "/bench/mutex"}
 		base = append(base, m.update)
+		bp := &mutexUpdater{sess: sess, key: "/bench/bare"}
+		bare = append(bare, bp.putOnly)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var unc, con, uncO, uncB, conO, conB []float64
+		var unc, con, uncP, conP, uncO, uncB, uncX, conO, conB, conX []float64
 		for r := 0; r < rounds; r++ {
 			o := rate(b, 1, ops, ours)
 			m := rate(b, 1, ops, base)
-			uncO, uncB, unc = append(uncO, o), append(uncB, m), append(unc, o/m)
+			x := rate(b, 1, ops, bare)
+			uncO, uncB, uncX = append(uncO, o), append(uncB, m), append(uncX, x)
+			unc, uncP = append(unc, o/m), append(uncP, o/x)
+			x = rate(b, workers, ops, bare)
 			m = rate(b, workers, ops, base)
 			o = rate(b, workers, ops, ours)
-			conO, conB, con = append(conO, o), append(conB, m), append(con, o/m)
+			conO, conB, conX = append(conO, o), append(conB, m), append(conX, x)
+			con, conP = append(con, o/m), append(conP, o/x)
 		}
 		b.ReportMetric(median(unc), "uncontended-ratio")
 		b.ReportMetric(median(con), "contended-ratio")
-		b.Logf("uncontended: exactfs %.0f/s, mutex %.0f/s, ratio median %.2f (rounds %s)", median(uncO), median(uncB), median(unc), fmtRatios(unc))
-		b.Logf("contended (%d clients): exactfs %.0f/s, mutex %.0f/s, ratio median %.2f (rounds %s)", workers, median(conO), median(conB), median(con), fmtRatios(con))
+		b.ReportMetric(median(uncP), "uncontended-ratio-vs-put")
+		b.ReportMetric(median(conP), "contended-ratio-vs-put")
+		b.Logf("uncontended, updates/s: exactfs %.0f, Mutex+Get+Put %.0f, Mutex+Put %.0f", median(uncO), median(uncB), median(uncX))
+		b.Logf("  ratio exactfs/(Mutex+Get+Put) median %.2f (rounds %s); exactfs/(Mutex+Put) median %.2f (rounds %s)", median(unc), fmtRatios(unc), median(uncP), fmtRatios(uncP))
+		b.Logf("contended (%d clients), updates/s: exactfs %.0f, Mutex+Get+Put %.0f, Mutex+Put %.0f", workers, median(conO), median(conB), median(conX))
+		b.Logf("  ratio exactfs/(Mutex+Get+Put) median %.2f (rounds %s); exactfs/(Mutex+Put) median %.2f (rounds %s)", median(con), fmtRatios(con), median(conP), fmtRatios(conP))
 	}
 }
 
