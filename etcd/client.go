@@ -14,6 +14,7 @@ import (
 	"github.com/exactfs/exactfs/locker"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/status"
 )
 
 // Defaults.
@@ -198,6 +199,7 @@ func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Con
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	delay := 20 * time.Millisecond
+	var cause error // the last error that says more than "deadline exceeded"
 	for attempt := 1; ; attempt++ {
 		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		err := op(actx)
@@ -205,18 +207,30 @@ func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Con
 		if err == nil {
 			return nil
 		}
+		if informative(err) || cause == nil {
+			cause = err
+		}
 		if !transient(err) || ctx.Err() != nil {
-			return c.stepError(ctx, what, attempt, err)
+			return c.stepError(ctx, what, attempt, cause)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return c.stepError(ctx, what, attempt, err)
+			return c.stepError(ctx, what, attempt, cause)
 		case <-t.C:
 		}
 		delay = min(2*delay, 300*time.Millisecond)
 	}
+}
+
+// informative says whether err tells more than that time ran out: a
+// refused connection, a certificate the client does not trust, no leader.
+func informative(err error) bool {
+	if s, ok := status.FromError(err); ok {
+		return s.Message() != context.DeadlineExceeded.Error()
+	}
+	return !errors.Is(err, context.DeadlineExceeded)
 }
 
 // stepError says which step failed, against which endpoints, and why.

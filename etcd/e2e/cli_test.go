@@ -225,7 +225,7 @@ func TestCLIBadURLsAndUnreachable(t *testing.T) {
 		{"status", "--op-timeout", "2s", url},
 	} {
 		r := runCLI(t, nil, "", args...)
-		r.want(t, 74, "no answer from etcd at http://127.0.0.1:"+strconv.Itoa(dead))
+		r.want(t, 74, "no answer from etcd at http://127.0.0.1:"+strconv.Itoa(dead), "connection refused")
 		if r.took > 8*time.Second {
 			t.Errorf("%v: a 2 s budget took %s", args, r.took)
 		}
