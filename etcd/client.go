@@ -14,6 +14,7 @@ import (
 	"github.com/exactfs/exactfs/locker"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/status"
 )
 
 // Defaults.
@@ -30,7 +31,7 @@ const (
 	DefaultOpTimeout = 10 * time.Second
 	// attemptTimeout bounds one request to one member; a request that has
 	// no answer by then is sent again (or, for a commit, resolved).
-	attemptTimeout = 2 * time.Second
+	attemptTimeout = 1 * time.Second
 )
 
 type config struct {
@@ -167,6 +168,17 @@ func (c *Client) session(ctx context.Context) (*concurrency.Session, error) {
 	return s, nil
 }
 
+// forget drops s, whose lease the server no longer knows, so that the
+// next lock call grants a new one.
+func (c *Client) forget(s *concurrency.Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == s {
+		c.sess = nil
+		s.Orphan()
+	}
+}
+
 // Locker returns the lock of the state key key. The key must not be empty
 // and must not end in "/".
 func (c *Client) Locker(key string) *Lock {
@@ -187,6 +199,7 @@ func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Con
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	delay := 20 * time.Millisecond
+	var cause error // the last error that says more than "deadline exceeded"
 	for attempt := 1; ; attempt++ {
 		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		err := op(actx)
@@ -194,18 +207,30 @@ func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Con
 		if err == nil {
 			return nil
 		}
+		if informative(err) || cause == nil {
+			cause = err
+		}
 		if !transient(err) || ctx.Err() != nil {
-			return c.stepError(ctx, what, attempt, err)
+			return c.stepError(ctx, what, attempt, cause)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return c.stepError(ctx, what, attempt, err)
+			return c.stepError(ctx, what, attempt, cause)
 		case <-t.C:
 		}
 		delay = min(2*delay, 300*time.Millisecond)
 	}
+}
+
+// informative says whether err tells more than that time ran out: a
+// refused connection, a certificate the client does not trust, no leader.
+func informative(err error) bool {
+	if s, ok := status.FromError(err); ok {
+		return s.Message() != context.DeadlineExceeded.Error()
+	}
+	return !errors.Is(err, context.DeadlineExceeded)
 }
 
 // stepError says which step failed, against which endpoints, and why.

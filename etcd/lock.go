@@ -77,16 +77,23 @@ func (e *LockError) Unwrap() error { return e.Err }
 type LostError struct {
 	Key   string // the holder's lock key
 	Token int64
-	Op    string // "commit", "unlock", "hold"
+	Op    string // "commit", "unlock", "hold", "wait"
 	Why   string
 }
 
 func (e *LostError) Error() string {
 	what := "nothing was written"
-	if e.Op == "unlock" || e.Op == "hold" {
+	if e.Op != "commit" {
 		what = "another holder may have taken it since"
 	}
-	return fmt.Sprintf("the lock %s (token %d) was lost before the %s: %s; %s", e.Key, e.Token, e.Op, e.Why, what)
+	when := "before the " + e.Op
+	switch e.Op {
+	case "hold":
+		when = "while held"
+	case "wait":
+		when = "while waiting for it"
+	}
+	return fmt.Sprintf("the lock %s (token %d) was lost %s: %s; %s", e.Key, e.Token, when, e.Why, what)
 }
 
 func (e *LostError) Unwrap() error { return locker.ErrLost }
@@ -121,40 +128,33 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 // state key is read in the transaction that finds us first, for Update.
 func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	start := time.Now()
-	sess, err := l.c.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h := &Held{l: l, sess: sess, myKey: fmt.Sprintf("%s%016x-%d", l.prefix, int64(sess.Lease()), l.c.seq.Add(1))}
-	val := l.c.meta().encode()
-	cli := l.c.cli
-
-	// Queue: put our key unless a previous attempt of this very call did.
-	// The first key in the queue (and the state) is read in the same
-	// transaction, so an uncontended lock (or Update) costs one round trip.
+	var h *Held
 	var resp *clientv3.TxnResponse
-	err = l.c.retry(ctx, "queueing for the lock "+l.prefix, func(ctx context.Context) error {
-		r, err := cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(h.myKey), "=", 0)).
-			Then(clientv3.OpPut(h.myKey, string(val), clientv3.WithLease(sess.Lease())),
-				clientv3.OpGet(l.prefix, clientv3.WithFirstCreate()...),
-				clientv3.OpGet(l.key)).
-			Else(clientv3.OpGet(h.myKey),
-				clientv3.OpGet(l.prefix, clientv3.WithFirstCreate()...),
-				clientv3.OpGet(l.key)).
-			Commit()
-		resp = r
-		return err
-	})
-	if err != nil {
+	for try := 0; ; try++ {
+		sess, err := l.c.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h = &Held{l: l, sess: sess, myKey: fmt.Sprintf("%s%016x-%d", l.prefix, int64(sess.Lease()), l.c.seq.Add(1))}
+		resp, err = l.queue(ctx, h)
+		if err == nil {
+			break
+		}
+		// Our shared session lease expired between two lock calls before
+		// its keepalive noticed: start a new one, once.
+		if try == 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			l.c.forget(sess)
+			continue
+		}
 		return nil, err
 	}
+
 	if resp.Succeeded {
 		h.rev = resp.Header.Revision
 	} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
 		h.rev = kvs[0].CreateRevision
 	} else {
-		return nil, &LockError{Key: l.prefix, Elapsed: time.Since(start), Err: &LostError{Key: h.myKey, Op: "hold", Why: "our queue key vanished as it was put (the session lease expired)"}}
+		return nil, &LockError{Key: l.prefix, Elapsed: time.Since(start), Err: &LostError{Key: h.myKey, Op: "wait", Why: "our queue key vanished as it was put (the session lease expired)"}}
 	}
 	first := resp.Responses[1].GetResponseRange().Kvs
 	if len(first) == 1 && first[0].CreateRevision == h.rev {
@@ -186,6 +186,33 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	}
 }
 
+// queue puts our key unless a previous attempt of this very call did. The
+// first key in the queue (and the state) is read in the same transaction,
+// so an uncontended lock (or Update) costs one round trip.
+func (l *Lock) queue(ctx context.Context, h *Held) (*clientv3.TxnResponse, error) {
+	val := l.c.meta().encode()
+	cli := l.c.cli
+	sess := h.sess
+	var resp *clientv3.TxnResponse
+	err := l.c.retry(ctx, "queueing for the lock "+l.prefix, func(ctx context.Context) error {
+		r, err := cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(h.myKey), "=", 0)).
+			Then(clientv3.OpPut(h.myKey, string(val), clientv3.WithLease(sess.Lease())),
+				clientv3.OpGet(l.prefix, clientv3.WithFirstCreate()...),
+				clientv3.OpGet(l.key)).
+			Else(clientv3.OpGet(h.myKey),
+				clientv3.OpGet(l.prefix, clientv3.WithFirstCreate()...),
+				clientv3.OpGet(l.key)).
+			Commit()
+		resp = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
 // waitTurn looks for the key just ahead of ours; if there is none we hold
 // the lock (and h has the state read with that look), and waitTurn returns
 // nil. Otherwise it waits for that key's deletion (or the deadline) and
@@ -206,7 +233,7 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 	}
 	mine := resp.Responses[0].GetResponseRange().Kvs
 	if len(mine) != 1 || mine[0].CreateRevision != h.rev {
-		return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "hold", Why: "our queue key was deleted while we waited (the session lease expired)"}}
+		return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "wait", Why: "our queue key was deleted while we waited (the session lease expired)"}}
 	}
 	pred := resp.Responses[1].GetResponseRange().Kvs
 	if len(pred) == 0 {
@@ -230,7 +257,7 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 		case <-tick.C:
 			return pred, nil
 		case <-h.sess.Done():
-			return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "hold", Why: "the session lease expired while we waited"}}
+			return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "wait", Why: "the session lease expired while we waited"}}
 		case <-wctx.Done():
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -15,7 +15,7 @@ type Meta struct {
 	Pid             int       `json:"pid"`
 	Host            string    `json:"host,omitempty"` // host name, for people
 	HostID          string    `json:"host_id,omitempty"`
-	Since           time.Time `json:"since"`
+	Since           time.Time `json:"since"` // when it queued for the lock: a holder that waited has held it for less
 	StartTime       string    `json:"start_time,omitempty"`
 	StartTimeFormat string    `json:"start_time_format,omitempty"`
 	BootID          string    `json:"boot_id,omitempty"`

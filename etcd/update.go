@@ -161,6 +161,11 @@ func (h *Held) resolve(ctx context.Context) (int64, error) {
 		if ctx.Err() != nil {
 			return 0, &UnknownOutcomeError{Key: h.l.key, Err: ctx.Err()}
 		}
+		if gone == 0 {
+			// The watch ended (a member went away): watch again, not in a
+			// tight loop.
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	var applied bool
 	err := h.l.c.retry(ctx, "reading "+h.l.key+" to learn whether our commit applied", func(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Environment variables read by ParseURL and TLSConfig.
@@ -167,4 +168,45 @@ func (t *Target) TLSConfig(getenv func(string) string) (*tls.Config, error) {
 		return nil, errors.New("set both " + EnvCert + " and " + EnvKey + " for a client certificate, or neither")
 	}
 	return cfg, nil
+}
+
+// Diagnose dials each endpoint (TCP, then the TLS handshake for https)
+// and says, one line per endpoint, what stood in the way: for people, when
+// the cluster did not answer. An endpoint that accepts the connection is
+// reported as reachable.
+func Diagnose(endpoints []string, cfg *tls.Config, timeout time.Duration) []string {
+	var out []string
+	for _, ep := range endpoints {
+		u, err := url.Parse(ep)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", ep, err))
+			continue
+		}
+		d := net.Dialer{Timeout: timeout}
+		conn, err := d.Dial("tcp", u.Host)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", ep, err))
+			continue
+		}
+		if u.Scheme == "https" {
+			c := cfg.Clone()
+			if c == nil {
+				c = &tls.Config{}
+			}
+			if c.ServerName == "" {
+				c.ServerName = u.Hostname()
+			}
+			tc := tls.Client(conn, c)
+			_ = tc.SetDeadline(time.Now().Add(timeout))
+			err = tc.Handshake()
+			conn = tc
+		}
+		conn.Close()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: TLS: %v", ep, err))
+		} else {
+			out = append(out, fmt.Sprintf("%s: reachable (it did not answer in time: no leader, or overloaded?)", ep))
+		}
+	}
+	return out
 }

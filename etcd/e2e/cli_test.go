@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -224,9 +225,67 @@ func TestCLIBadURLsAndUnreachable(t *testing.T) {
 		{"status", "--op-timeout", "2s", url},
 	} {
 		r := runCLI(t, nil, "", args...)
-		r.want(t, 74, "no answer from etcd at http://127.0.0.1:"+strconv.Itoa(dead))
+		r.want(t, 74, "no answer from etcd at http://127.0.0.1:"+strconv.Itoa(dead), "connection refused")
 		if r.took > 8*time.Second {
 			t.Errorf("%v: a 2 s budget took %s", args, r.took)
 		}
 	}
+}
+
+// TestCLIPausedPastLease: an exactfs-etcd that is stopped (by its own CMD)
+// for longer than its lease wrote nothing once it resumes: update exits 75
+// saying the lock was lost, and lock ends CMD with SIGTERM and exits 75.
+func TestCLIPausedPastLease(t *testing.T) {
+	c := startCluster(t)
+	url := "etcd://" + strings.Join(hostPorts(c.endpoints()), ",") + "/cli/paused"
+	runCLI(t, nil, "", "update", url, "--", "echo", "1").want(t, 0)
+	for _, tc := range []struct {
+		args []string
+		has  []string
+	}{
+		{[]string{"update", "--ttl", "2s", url, "--", "sh", "-c", "kill -STOP $PPID; echo 2"}, []string{"was lost before the commit", "nothing was written"}},
+		{[]string{"lock", "--ttl", "2s", url, "--", "sh", "-c", "kill -STOP $PPID; exec sleep 30"}, []string{"was lost while held", "sending SIGTERM"}},
+	} {
+		cmd := exec.Command(cliBinary(t), tc.args...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until it is stopped, then past its lease.
+		for i := 0; i < 100 && !stopped(cmd.Process.Pid); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !stopped(cmd.Process.Pid) {
+			t.Fatalf("%v did not stop", tc.args)
+		}
+		time.Sleep(4 * time.Second)
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%v did not end after SIGCONT", tc.args)
+		}
+		r := cliResult{code: cmd.ProcessState.ExitCode(), stderr: errb.String()}
+		r.want(t, 75, tc.has...)
+		t.Logf("%s: exit %d:\n%s", tc.args[0], r.code, r.stderr)
+	}
+	gr, err := c.client(t).Get(t.Context(), "/cli/paused")
+	if err != nil || len(gr.Kvs) != 1 || strings.TrimSpace(string(gr.Kvs[0].Value)) != "1" {
+		t.Fatalf("key after the paused update: %v %v; want the first write only", gr, err)
+	}
+}
+
+// stopped says whether process pid is in the stopped state (Linux).
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'T'
 }

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -65,15 +66,18 @@ type member struct {
 	exited     chan struct{}
 	logPath    string
 	initialCfg string // initial-cluster
+	certFile   string // the client TLS certificate and key, "" for none
+	keyFile    string
 }
 
 // cluster is a three-member etcd cluster on 127.0.0.1.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	members []*member
+	tls     *tls.Config // for clients of a cluster that serves clients over TLS
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,15 +88,26 @@ func freePort(t *testing.T) int {
 }
 
 // startCluster starts three members and waits until they have a leader.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
+	t.Helper()
+	return startClusterTLS(t, nil)
+}
+
+// startClusterTLS is startCluster; with tc, members serve clients over
+// TLS with tc's certificate.
+func startClusterTLS(t testing.TB, tc *testCerts) *cluster {
 	t.Helper()
 	base := t.TempDir()
 	c := &cluster{t: t}
+	scheme := "http"
+	if tc != nil {
+		scheme, c.tls = "https", tc.client
+	}
 	var initial []string
 	for i := 0; i < 3; i++ {
 		m := &member{
 			name:      fmt.Sprintf("m%d", i),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			clientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, freePort(t)),
 			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		}
 		m.dir = filepath.Join(base, m.name)
@@ -102,6 +117,9 @@ func startCluster(t *testing.T) *cluster {
 	}
 	for _, m := range c.members {
 		m.initialCfg = strings.Join(initial, ",")
+		if tc != nil {
+			m.certFile, m.keyFile = tc.certFile, tc.keyFile
+		}
 		c.start(m)
 	}
 	t.Cleanup(func() {
@@ -137,7 +155,7 @@ func (c *cluster) start(m *member) {
 	defer log.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleMemb,
-		argsEnv+"="+strings.Join([]string{m.name, m.dir, m.clientURL, m.peerURL, m.initialCfg}, "\n"))
+		argsEnv+"="+strings.Join([]string{m.name, m.dir, m.clientURL, m.peerURL, m.initialCfg, m.certFile, m.keyFile}, "\n"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -166,12 +184,12 @@ func (c *cluster) endpoints() []string {
 	return eps
 }
 
-func (c *cluster) client(t *testing.T, eps ...string) *clientv3.Client {
+func (c *cluster) client(t testing.TB, eps ...string) *clientv3.Client {
 	t.Helper()
 	if len(eps) == 0 {
 		eps = c.endpoints()
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: c.tls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +203,7 @@ func (c *cluster) leader() *member {
 		if m.cmd == nil {
 			continue
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: time.Second, Logger: zap.NewNop(), TLS: c.tls})
 		if err != nil {
 			continue
 		}
@@ -231,6 +249,9 @@ func runMember() {
 	cfg.ClusterState = embed.ClusterStateFlagNew
 	cfg.LogLevel = "warn"
 	cfg.LogOutputs = []string{"stderr"}
+	if len(a) > 6 && a[5] != "" {
+		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = a[5], a[6]
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "member %s: %v\n", name, err)
@@ -258,7 +279,7 @@ type child struct {
 
 // startChild runs this test binary in role with args; its stdout lines
 // arrive on lines, its stderr goes to the test log on failure.
-func startChild(t *testing.T, role string, args ...string) *child {
+func startChild(t testing.TB, role string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+role, argsEnv+"="+strings.Join(args, "\n"))
@@ -301,7 +322,7 @@ func startChild(t *testing.T, role string, args ...string) *child {
 }
 
 // next waits for the child's next stdout line.
-func (c *child) next(t *testing.T, d time.Duration) string {
+func (c *child) next(t testing.TB, d time.Duration) string {
 	t.Helper()
 	select {
 	case l, ok := <-c.lines:

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,6 +58,8 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	target *etcd.Target // set by connect, for diagnosing a cluster that does not answer
+	tls    *tls.Config
 }
 
 type command struct {
@@ -214,6 +217,12 @@ func report(e *env, c *command, err error) int {
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "%s %s: %v\n", e.prog, c.name, err)
+	var ua *etcd.UnavailableError
+	if errors.As(err, &ua) && e.target != nil {
+		for _, l := range etcd.Diagnose(e.target.Endpoints, e.tls, time.Second) {
+			fmt.Fprintf(e.stderr, "  %s\n", l)
+		}
+	}
 	if h := hintFor(e, err); h != "" {
 		fmt.Fprintf(e.stderr, "  %s\n", h)
 	}
@@ -274,6 +283,7 @@ func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	e.target, e.tls = t, tlsCfg
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   t.Endpoints,
 		DialTimeout: min(f.opTimeout.d, 5*time.Second),

@@ -210,16 +210,23 @@ func lockEnv(t *etcd.Target, h *etcd.Held) []string {
 	return []string{"EXACTFS_LOCK_URL=" + t.URL, "EXACTFS_LOCK_KEY=" + h.Key(), "EXACTFS_LOCK_TOKEN=" + h.Token()}
 }
 
-func runLock(e *env, opts any, args []string) error {
-	f := opts.(*lockFlags)
+// prepare checks the flags and "URL -- CMD" of lock and update and
+// connects.
+func prepare(e *env, f *lockFlags, args []string) (*etcd.Client, *etcd.Lock, *etcd.Target, []string, error) {
 	if err := f.check(); err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
 	u, argv, err := splitCommand(args)
 	if err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
-	c, l, t, err := connect(e, &f.clusterFlags, u)
+	c, l, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()))
+	return c, l, t, argv, err
+}
+
+func runLock(e *env, opts any, args []string) error {
+	f := opts.(*lockFlags)
+	c, l, t, argv, err := prepare(e, f, args)
 	if err != nil {
 		return err
 	}
@@ -273,19 +280,11 @@ func (c cmdFailed) Error() string { return "the command exited with status " + s
 
 func runUpdate(e *env, opts any, args []string) error {
 	f := opts.(*lockFlags)
-	if err := f.check(); err != nil {
-		return err
-	}
-	u, argv, err := splitCommand(args)
-	if err != nil {
-		return err
-	}
-	c, _, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()))
+	c, l, t, argv, err := prepare(e, f, args)
 	if err != nil {
 		return err
 	}
 	defer closeClient(c)
-	l := c.Locker(t.Key)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := newRelay(cancel)

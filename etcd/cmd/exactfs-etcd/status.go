@@ -125,12 +125,17 @@ func entryOf(en etcd.Entry) entryJSON {
 	return j
 }
 
+// connectOne connects for a command that takes exactly one URL.
+func connectOne(e *env, f *clusterFlags, args []string) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
+	if len(args) != 1 {
+		return nil, nil, nil, usagef("want exactly one URL, got %d arguments", len(args))
+	}
+	return connect(e, f, args[0])
+}
+
 func runStatus(e *env, opts any, args []string) error {
 	f := opts.(*statusFlags)
-	if len(args) != 1 {
-		return usagef("want exactly one URL, got %d arguments", len(args))
-	}
-	c, l, t, err := connect(e, &f.clusterFlags, args[0])
+	c, l, t, err := connectOne(e, &f.clusterFlags, args)
 	if err != nil {
 		return err
 	}
@@ -198,10 +203,7 @@ func writeStatus(w io.Writer, st *statusJSON, q *etcd.Queue) {
 
 func runRecover(e *env, opts any, args []string) error {
 	f := opts.(*recoverFlags)
-	if len(args) != 1 {
-		return usagef("want exactly one URL, got %d arguments", len(args))
-	}
-	c, l, t, err := connect(e, &f.clusterFlags, args[0])
+	c, l, t, err := connectOne(e, &f.clusterFlags, args)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs/etcd"
+	"github.com/exactfs/exactfs/locker"
+)
+
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, 0},
+		{exitStatus(3), 3},
+		{usagef("x"), exitUsage},
+		{&etcd.URLError{URL: "u", Msg: "m"}, exitUsage},
+		{&etcd.LockError{Key: "k", Err: locker.ErrLocked}, exitBusy},
+		{busyStatus{err: &etcd.LockError{Key: "k", Err: locker.ErrLocked}, status: 9}, 9},
+		{fmt.Errorf("wrapped: %w", &etcd.LostError{Key: "k", Op: "commit"}), exitBusy},
+		{fmt.Errorf("x: %w", etcd.ErrStateChanged), exitMismatch},
+		{&etcd.UnavailableError{Step: "s", Endpoints: "e", Err: errors.New("down")}, exitIO},
+		{&etcd.UnknownOutcomeError{Key: "k", Err: &etcd.LostError{}}, exitIO},
+		{errors.New("other"), exitIO},
+	} {
+		if got := exitCode(tc.err); got != tc.code {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
+		}
+	}
+}
+
+func TestDurationFlag(t *testing.T) {
+	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "2.5": 2500 * time.Millisecond, "1m": time.Minute, "0": 0} {
+		var f durationFlag
+		if err := f.Set(in); err != nil || f.d != want {
+			t.Errorf("Set(%q): %v, %v; want %v", in, f.d, err, want)
+		}
+	}
+	for _, in := range []string{"-1s", "soon", ""} {
+		var f durationFlag
+		if err := f.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted", in)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		has  string
+	}{
+		{nil, "usage: exactfs-etcd COMMAND"},
+		{[]string{"update"}, "missing URL"},
+		{[]string{"update", "etcd://h/k"}, "missing CMD"},
+		{[]string{"lock", "--conflict-exit-code", "300", "etcd://h/k", "--", "true"}, "between 0 and 255"},
+		{[]string{"lock", "--timeout", "soon", "etcd://h/k", "--", "true"}, "want a duration"},
+		{[]string{"status", "a", "b"}, "exactly one URL"},
+		{[]string{"update", "./state.json", "--", "cat"}, "not an etcd URL"},
+	} {
+		var out, errb bytes.Buffer
+		e := &env{prog: "exactfs-etcd", stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		if code := run(e, tc.args); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		if !strings.Contains(errb.String(), tc.has) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errb.String(), tc.has)
+		}
+	}
+}
