@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/tsseed"
 )
@@ -107,7 +106,7 @@ func TestEarlyReleasePoint(t *testing.T) {
 			var tried bool
 			var tryErr error
 			var seen []byte
-			defer hook.Set(exactfs.HookCommitted, func(path string) {
+			defer hook.Set(hook.Committed, func(path string) {
 				if path != e.state || tried {
 					return
 				}
