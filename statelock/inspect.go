@@ -61,9 +61,12 @@ type Residue struct {
 	Age  time.Duration
 	// For the state file's own staging and temporary files (residue.go):
 	// Removed says the holder that swept them removed this one (Held.Residue);
-	// Note says why it was, or would be, removed or kept.
-	Removed bool
-	Note    string
+	// Removable says the sweep would remove it now (Inspect): the next
+	// process to take this lock, or to reclaim it, does; Note says why it
+	// was, or would be, removed or kept.
+	Removed   bool
+	Removable bool
+	Note      string
 }
 
 // Status is what Inspect found.
@@ -153,6 +156,7 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 			if _, keep := l.judgeStateResidue(*r); keep != "" {
 				r.Note = "kept: " + keep
 			} else {
+				r.Removable = true
 				r.Note = "removable: no process has it open"
 				if r.Kind == "temp" {
 					r.Note += " and its writer is dead"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/idle"
 )
 
 // Thresholds of explicit recovery.
@@ -105,8 +106,11 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	var side *snapshot
 	if f, s, err := l.openCapture(l.sidecar); err == nil {
 		held, _ := ofdHeld(f)
+		// A sidecar a process still has open for writing is being
+		// written, however old the claim looks: its taker is alive.
+		writing := idle.HasWriter(f)
 		f.Close()
-		if held {
+		if held || writing {
 			return nil
 		}
 		if age(s.id) < RecoverClaimAge {

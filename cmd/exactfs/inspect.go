@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -57,6 +56,8 @@ type residueJSON struct {
 	// Note is the lock's verdict on the state file's own staging and temp
 	// files: removed by the lock's next holder, or kept and why.
 	Note string `json:"note,omitempty"`
+	// Removable: the lock's sweep removes it (planned as sweep-residue).
+	Removable bool `json:"removable,omitempty"`
 }
 
 type actionJSON struct {
@@ -104,7 +105,7 @@ func inspectLock(stateFile string, opts []statelock.Option, configRoot string, m
 	}
 	st.Claim = claimOf(s.Claim, lib)
 	for _, r := range s.Residue {
-		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds(), Note: r.Note})
+		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds(), Note: r.Note, Removable: r.Removable})
 	}
 	plan := recoverPlan(stateFile, st, lib, minAge)
 	for _, p := range plan {
@@ -136,12 +137,10 @@ const (
 	stepSweep = "sweep-residue"
 )
 
-// sweepNote is how statelock.Inspect says the lock's next holder removes a
-// residue file (the kernel proved it unopened; a temp file's writer dead).
-const sweepNote = "the next holder of the lock removes it"
-
-// swept reports whether the lock's sweep, not the reaper, answers for r.
-func swept(r residueJSON) bool { return strings.HasPrefix(r.Note, sweepNote) }
+// swept reports whether the lock's sweep, not the reaper, answers for r
+// (statelock.Inspect proved it removable: unopened, a temp file's writer
+// dead).
+func swept(r residueJSON) bool { return r.Removable }
 
 // recoverPlan is what 'exactfs recover' does, given what Inspect and a dry
 // run of statelock.Recover found. It only promises what the real run will

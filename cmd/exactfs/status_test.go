@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -74,9 +75,12 @@ func TestStatusRefusesUnsafeLockPath(t *testing.T) {
 	}
 }
 
-// TestRecoverCrashedClaim plants a transition claim whose sidecar is empty
-// (its taker was killed between creating and writing it): automatic reclaim
-// leaves it, recover removes exactly it, and the lock works again.
+// TestRecoverCrashedClaim plants a transition claim whose sidecar is empty.
+// While a process still has the sidecar open for writing (its taker, between
+// creating and writing it), neither the automatic reclaim nor recover touch
+// the claim, however old it looks. Once that writer is gone (killed), the
+// empty sidecar is an abandoned write: recover removes exactly that claim,
+// and the lock works again.
 func TestRecoverCrashedClaim(t *testing.T) {
 	dir := t.TempDir()
 	expectCode(t, runIn(t, dir, quick, "", "update", "s", "--", "echo", "1"), 0, "update")
@@ -88,24 +92,27 @@ func TestRecoverCrashedClaim(t *testing.T) {
 	if err := os.WriteFile(side, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Young: recover leaves it alone.
-	five := time.Now().Add(-5 * time.Second)
-	os.Chtimes(side, five, five)
-	os.Chtimes(claim, five, five)
-	r := runIn(t, dir, quick, "", "recover", "s")
-	expectCode(t, r, 0, "recover of a young crashed claim")
-	if strings.Contains(r.stdout, "remove claim") {
-		t.Fatalf("recover of a young claim: %s", r.stdout)
-	}
+	writer := holdOpenForWriting(t, side)
 	old := time.Now().Add(-time.Minute)
 	os.Chtimes(side, old, old)
 	os.Chtimes(claim, old, old)
 
-	if st := statusOf(t, dir, "s"); st.Claim.State != "crashed" {
-		t.Fatalf("status of the planted claim: %+v", st.Claim)
+	r := runIn(t, dir, quick, "", "recover", "s")
+	expectCode(t, r, 0, "recover of a claim whose sidecar is still being written")
+	if strings.Contains(r.stdout, "remove claim") {
+		t.Fatalf("recover removed a claim whose sidecar a live process is writing:\n%s", r.stdout)
 	}
-	expectCode(t, runIn(t, dir, quick, "", "lock", "--timeout", "300ms", "s", "--", "true"), exitBusy, "lock with a crashed claim")
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--timeout", "300ms", "s", "--", "true"), exitBusy, "lock with the claim's writer alive")
+	if _, err := os.Lstat(claim); err != nil {
+		t.Fatalf("the claim of a live writer was removed: %v", err)
+	}
+	writer()
 
+	// Its writer gone, the empty sidecar is an abandoned write, which the
+	// next lock call reclaims: "stale" in status's words.
+	if st := statusOf(t, dir, "s"); st.Claim.State != "stale" {
+		t.Fatalf("status of the abandoned claim: %+v", st.Claim)
+	}
 	r = runIn(t, dir, quick, "", "recover", "--dry-run", "s")
 	expectCode(t, r, 0, "recover --dry-run")
 	if !strings.Contains(r.stdout, "would remove claim") {
@@ -189,4 +196,30 @@ func TestRecoverRemovesOldEmptyLockRecord(t *testing.T) {
 		t.Fatalf("the old empty record is still there after recover:\n%s", r.stdout)
 	}
 	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "s", "--", "true"), 0, "lock after recover")
+}
+
+// holdOpenForWriting keeps path open for writing in a child process, as a
+// writer still writing it would, until the returned function kills it.
+func holdOpenForWriting(t *testing.T, path string) (kill func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	done := false
+	kill = func() {
+		if !done {
+			done = true
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
+	t.Cleanup(kill)
+	return kill
 }

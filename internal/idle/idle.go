@@ -46,3 +46,15 @@ func probe(f *os.File, lease func(fd int) error, busy string) (string, error) {
 		return "the kernel cannot tell whether it is open (" + res.Error() + ")", nil
 	}
 }
+
+// HasWriter reports whether the kernel proved that a process on this host
+// has f's file open for writing (f itself read-only). It is false also when
+// the kernel cannot tell: callers use it to keep what is provably still
+// being written, never as a proof that nothing is.
+func HasWriter(f *os.File) bool {
+	var res error
+	if err := sys.Control(f, func(fd int) error { res = sys.ProbeNoWriter(fd); return nil }); err != nil {
+		return false
+	}
+	return res == sys.ErrWouldBlock
+}
