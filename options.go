@@ -44,7 +44,7 @@ func makeOptions(opts []WriteOption) writeOptions {
 }
 
 // commit runs the BeforeCommit callback, discarding s if it refuses.
-func (o writeOptions) commit(op, path string, s *staged) error {
+func (o writeOptions) commit(s *pendingFile) error {
 	if o.beforeCommit == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (o writeOptions) commit(op, path string, s *staged) error {
 		if code == "" {
 			code = CodeInterrupted
 		}
-		return &Error{Op: op, Path: path, Code: code, Err: err,
+		return &Error{Op: s.op, Path: s.path, Code: code, Err: err,
 			Detail: "called off before the commit by the caller's check; nothing was changed"}
 	}
 	return nil

@@ -12,16 +12,28 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// staged is a file written and fsynced under a private name, waiting to be
-// put in place.
-type staged struct {
-	dirfd int
-	name  string
-	fd    int
-	st    sys.Stat
+// pendingFile is a write in the shape of renameio's PendingFile: the
+// bytes, complete and fsynced under a private name beside their
+// destination, waiting for exactly one commit that gives them the
+// destination's name (Publish: no-replace rename or link; WriteFile:
+// rename; ReplaceExpected: exchange and verify) or for discard, which
+// removes the private name while it still holds them. done makes a commit
+// durable and returns the identity of what was written. Every write
+// primitive is: check the destination, stage, ready (the caller's last
+// check), commit, done.
+type pendingFile struct {
+	op, path string // the operation and the destination, for errors
+	dirfd    int    // the destination's directory (not owned)
+	base     string // the destination's name in it
+	name     string // the private name
+	fd       int    // the staged file, until closeFD
+	st       sys.Stat
+	data     []byte
 }
 
-func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*staged, error) {
+// stage writes data under a private name beside base in dirfd, with mode
+// perm, and fsyncs it.
+func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*pendingFile, error) {
 	name := stagingName(base, suffix)
 	fd, err := sys.Open(dirfd, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err == syscall.ENAMETOOLONG {
@@ -31,7 +43,7 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 	if err != nil {
 		return nil, wrap(op, path, err)
 	}
-	s := &staged{dirfd: dirfd, name: name, fd: fd}
+	s := &pendingFile{op: op, path: path, dirfd: dirfd, base: base, name: name, fd: fd, data: data}
 	// The inode is recorded first, so that every later failure can remove
 	// the staging name while it still holds this file, and only then.
 	if s.st, err = sys.Fstat(fd); err != nil {
@@ -61,7 +73,7 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 	return s, nil
 }
 
-func (s *staged) closeFD() {
+func (s *pendingFile) closeFD() {
 	if s.fd >= 0 {
 		sys.Close(s.fd)
 		s.fd = -1
@@ -70,15 +82,32 @@ func (s *staged) closeFD() {
 
 // discard removes the staging name, but only while it still holds the
 // staged inode: a name that now holds something else is not ours.
-func (s *staged) discard() {
+func (s *pendingFile) discard() {
 	s.closeFD()
 	if st, err := sys.Lstat(s.dirfd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 		sys.Unlink(s.dirfd, s.name)
 	}
 }
 
-func (s *staged) residue(path string) []string {
-	return []string{joinDir(path, s.name)}
+// residue names the private name, for an error that leaves it behind.
+func (s *pendingFile) residue() []string {
+	return []string{joinDir(s.path, s.name)}
+}
+
+// ready fires the staged hook and runs the caller's BeforeCommit check,
+// discarding the file if it refuses.
+func (s *pendingFile) ready(o writeOptions) error {
+	hook.Fire(hook.Staged, s.path)
+	return o.commit(s)
+}
+
+// done makes a commit durable (finish), closes the staged descriptor, and
+// reports a cleanup that failed after the commit (pending) with the
+// identity of what was written.
+func (s *pendingFile) done(pending error, o writeOptions) (Identity, error) {
+	id, err := s.finish(o)
+	s.closeFD()
+	return committedWith(id, err, pending)
 }
 
 func syncDir(op, path string, dirfd int) error {
@@ -127,8 +156,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if err != nil {
 		return Identity{}, err
 	}
-	hook.Fire(hook.Staged, path)
-	if err := o.commit(op, path, s); err != nil {
+	if err := s.ready(o); err != nil {
 		return Identity{}, err
 	}
 	linked, err := renameOrLink(p.fd, s.name, p.fd, base, func() {
@@ -151,7 +179,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			return Identity{}, e
 		case c == Unknown:
 			e := e.(*Error)
-			e.Residue = s.residue(path)
+			e.Residue = s.residue()
 			e.Detail = "the result of the rename is unknown; the staged file is kept"
 			s.closeFD()
 			return Identity{}, e
@@ -164,14 +192,12 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 		hook.Fire(hook.BeforeCleanup, path)
 		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 			if err := sys.Unlink(p.fd, s.name); err != nil {
-				pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(path),
+				pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err, Residue: s.residue(),
 					Detail: "published, but the staging name (a second link to the file) could not be removed"}
 			}
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data, o)
-	s.closeFD()
-	return committedWith(id, err, pending)
+	return s.done(pending, o)
 }
 
 // renameOrLink is the no-replace commit of Publish and PublishStaged: it
@@ -217,12 +243,12 @@ func committedWith(id Identity, err, pending error) (Identity, error) {
 // (identity_mismatch means "nothing was changed") would make a
 // compare-and-swap loop apply its update twice. The caller's next
 // compare-and-swap sees the successor.
-func finish(op, path string, dirfd int, base string, s *staged, data []byte, o writeOptions) (Identity, error) {
+func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 	if o.afterCommit != nil {
 		o.afterCommit()
 	}
-	hook.Fire(hook.Committed, path)
-	st, err := sys.Lstat(dirfd, base)
+	hook.Fire(hook.Committed, s.path)
+	st, err := sys.Lstat(s.dirfd, s.base)
 	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
 		st = s.st
 		if s.fd >= 0 {
@@ -231,10 +257,10 @@ func finish(op, path string, dirfd int, base string, s *staged, data []byte, o w
 			}
 		}
 	}
-	if err := syncDir(op, path, dirfd); err != nil {
+	if err := syncDir(s.op, s.path, s.dirfd); err != nil {
 		return Identity{}, err
 	}
-	return identityOf(st, sum256(data)), nil
+	return identityOf(st, sum256(s.data)), nil
 }
 
 // WriteFile replaces path atomically and durably with data and mode perm,
@@ -266,8 +292,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 	if err != nil {
 		return Identity{}, err
 	}
-	hook.Fire(hook.Staged, path)
-	if err := o.commit(op, path, s); err != nil {
+	if err := s.ready(o); err != nil {
 		return Identity{}, err
 	}
 	if err := sys.Rename(p.fd, s.name, p.fd, base); err != nil {
@@ -278,13 +303,11 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 		}
 		if c == Unknown {
 			s.closeFD()
-			e.(*Error).Residue = s.residue(path)
+			e.(*Error).Residue = s.residue()
 			return Identity{}, e
 		}
 	}
-	id, err := finish(op, path, p.fd, base, s, data, o)
-	s.closeFD()
-	return id, err
+	return s.done(nil, o)
 }
 
 // ReplaceExpected is compare-and-swap on a file: it replaces path with data
@@ -344,8 +367,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 		return Identity{}, err
 	}
 	hook.Fire(hook.ReplaceChecked, path)
-	hook.Fire(hook.Staged, path)
-	if err := o.commit(op, path, s); err != nil {
+	if err := s.ready(o); err != nil {
 		return Identity{}, err
 	}
 	if err := sys.Exchange(p.fd, s.name, p.fd, base); err != nil {
@@ -364,7 +386,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	if cerr != nil || !out.SameContent(want) {
 		if err := exchangeBack(p.fd, s.name, base, s.st, s.fd); err != nil {
 			return Identity{}, &Error{Op: op, Path: path, Code: CodeRestoreFailed, Err: err,
-				Detail: "a concurrent writer's file was displaced and could not be swapped back", Residue: s.residue(path)}
+				Detail: "a concurrent writer's file was displaced and could not be swapped back", Residue: s.residue()}
 		}
 		s.discard()
 		detail := "another writer replaced the file first"
@@ -379,11 +401,9 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	var pending error
 	if err := sys.Unlink(p.fd, s.name); err != nil {
 		pending = &Error{Op: op, Path: path, Code: CodeCleanupPending, Err: err,
-			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue(path)}
+			Detail: "replaced, but the predecessor could not be removed", Residue: s.residue()}
 	}
-	id, err := finish(op, path, p.fd, base, s, data, o)
-	s.closeFD()
-	return committedWith(id, err, pending)
+	return s.done(pending, o)
 }
 
 // joinDir names the sibling name of path, for messages and residue lists.
