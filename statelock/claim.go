@@ -234,10 +234,10 @@ func beforeBoot(mtimeNs int64) bool {
 // at F.lock.transition.removing (replayDetached), rewrite a dead sidecar to
 // a tombstone (entombSidecar: the steady state, and what a TypeScript peer
 // needs to find there), then remove the directory by exact tree removal of
-// that snapshot. freed reports that the claim
-// name is free now. Every race with another process (a second reclaimer, a
-// new taker, a record rewritten or replaced meanwhile) ends in freed or not
-// freed, never in an error: err is a filesystem error of this call only.
+// that snapshot. freed reports that the claim name is free now. Every race
+// with another process (a second reclaimer, a new taker, a record rewritten
+// or replaced meanwhile) ends in freed or not freed, never in an error: err
+// is a filesystem error of this call only.
 // why describes, for the caller's timeout, why a claim that is not freed
 // stays: the verdict that keeps it, or something in the way of its removal
 // that no automatic rule removes.

@@ -19,8 +19,10 @@ import (
 //
 // A writer killed during Update's durable write leaves its staged file
 // .F.<uuid>.replacement (exactfs WriteFile) beside F; a TypeScript peer
-// killed during its write leaves F.tmp-<pid>-<uuid>. Nothing else removes
-// them, so a holder removes them, under the lock, when:
+// killed during its write leaves F.tmp-<pid>-<uuid>; a locker killed while
+// publishing an owner record leaves .F.lock.<uuid>.staging (or the
+// sidecar's). Nothing else removes them soon (Recover waits 15 minutes), so
+// a holder removes them, under the lock, when:
 //   - this acquisition reclaimed the lock from a dead holder (a writer
 //     killed inside the lock is exactly how such files are left), or it is
 //     this process's first acquisition of the lock of F (a crash whose lock
@@ -63,15 +65,18 @@ func (l *locker) tempPid(n string) int {
 	return pid
 }
 
-// stateResidue reports whether r is staging or temp residue of F itself
-// (the lock's own staging names are Recover's).
+// stateResidue reports whether r is staging or temp residue that the
+// sweep judges: F's own, and that of the lock's records (an owner record or
+// sidecar staged by publishRecord whose creator died before the rename;
+// the creator holds its descriptor, with the OFD lock, from the create on,
+// so "open nowhere" proves it dead just the same).
 func (l *locker) stateResidue(r Residue) bool {
 	switch r.Kind {
 	case "temp":
 		return true
 	case "staging":
 		dest, _ := exactfs.StagingTarget(r.Name)
-		return dest == l.base
+		return dest == l.base || dest == l.lockName || dest == l.sidecar
 	}
 	return false
 }

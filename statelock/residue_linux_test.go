@@ -124,6 +124,17 @@ func TestResidueLookalikesKept(t *testing.T) {
 	}
 	orphan, symlink, hardlink, open, current := staging(), staging(), staging(), staging(), staging()
 	write(orphan, "orphan")
+	// An owner record a locker staged for publishing and died before the
+	// rename (publishRecord), and one a live locker still holds open.
+	lockStaging := "." + filepath.Base(e.lock) + "." + exactfs.NewUUID() + exactfs.StagingSuffix
+	write(lockStaging, "{")
+	liveLockStaging := "." + filepath.Base(e.sidecar) + "." + exactfs.NewUUID() + exactfs.StagingSuffix
+	write(liveLockStaging, "{")
+	ls, err := os.OpenFile(at(liveLockStaging), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
 	target := filepath.Join(t.TempDir(), "target")
 	os.WriteFile(target, []byte("x"), 0o600)
 	if err := os.Symlink(target, at(symlink)); err != nil {
@@ -171,6 +182,8 @@ func TestResidueLookalikesKept(t *testing.T) {
 		why     string
 	}{
 		{orphan, true, "removed"},
+		{lockStaging, true, "removed"},
+		{liveLockStaging, false, "a process has it open"},
 		{deadTemp, true, "writer dead"},
 		{symlink, false, "symlink"},
 		{hardlink, false, "hard-linked"},
