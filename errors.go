@@ -121,7 +121,8 @@ type Error struct {
 	Err    error  // the underlying cause, if any
 	// Residue lists paths where the operation left named residue that it
 	// could not prove safe to remove (Code is cleanup_pending or
-	// restore_failed). A reaper or a person can act on them.
+	// restore_failed), or could not remove after its own failure (a staged
+	// file whose unlink failed too). A reaper or a person can act on them.
 	Residue []string
 	// Committed is set on an error returned after the mutation reached the
 	// filesystem (a lease lost or a binding changed during the call): the

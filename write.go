@@ -56,19 +56,16 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 	// no one can open a wider-mode file before the bytes are complete.
 	if s.st.Mode.Perm() != perm.Perm() {
 		if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
-			s.discard()
-			return nil, wrap(op, path, err)
+			return nil, s.failed(wrap(op, path, err))
 		}
 	}
 	if err := sys.Write(fd, data); err != nil {
-		s.discard()
-		return nil, wrap(op, path, err)
+		return nil, s.failed(wrap(op, path, err))
 	}
 	// The bytes must be on disk before a name points at them, or a power
 	// cut after the rename leaves an empty or torn file at the name.
 	if err := sys.Fsync(fd); err != nil {
-		s.discard()
-		return nil, &Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err}
+		return nil, s.failed(&Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err})
 	}
 	return s, nil
 }
@@ -81,12 +78,27 @@ func (s *pendingFile) closeFD() {
 }
 
 // discard removes the staging name, but only while it still holds the
-// staged inode: a name that now holds something else is not ours.
-func (s *pendingFile) discard() {
+// staged inode: a name that now holds something else is not ours. It
+// reports false when the name may still hold our file: the lstat or the
+// unlink failed (EIO, EROFS).
+func (s *pendingFile) discard() bool {
 	s.closeFD()
-	if st, err := sys.Lstat(s.dirfd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
-		sys.Unlink(s.dirfd, s.name)
+	st, err := sys.Lstat(s.dirfd, s.name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && (st.Dev != s.st.Dev || st.Ino != s.st.Ino)) {
+		return true
 	}
+	return err == nil && sys.Unlink(s.dirfd, s.name) == nil
+}
+
+// failed discards s after a failure before the commit and returns err,
+// naming the staged file as residue when it could not be removed.
+func (s *pendingFile) failed(err error) error {
+	if !s.discard() {
+		if e, ok := err.(*Error); ok {
+			e.Residue = s.residue()
+		}
+	}
+	return err
 }
 
 // residue names the private name, for an error that leaves it behind.
@@ -172,11 +184,10 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, !linked)
 		switch {
 		case c == NotCommitted:
-			s.discard()
 			if errno, ok := err.(syscall.Errno); ok && errno == syscall.EEXIST {
-				return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: err}
+				return Identity{}, s.failed(&Error{Op: op, Path: path, Code: CodeDestinationExists, Err: err})
 			}
-			return Identity{}, e
+			return Identity{}, s.failed(e)
 		case c == Unknown:
 			e := e.(*Error)
 			e.Residue = s.residue()
@@ -298,8 +309,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 	if err := sys.Rename(p.fd, s.name, p.fd, base); err != nil {
 		c, e := settle(op, path, err, s.st, p.fd, s.name, p.fd, base, true)
 		if c == NotCommitted {
-			s.discard()
-			return Identity{}, e
+			return Identity{}, s.failed(e)
 		}
 		if c == Unknown {
 			s.closeFD()

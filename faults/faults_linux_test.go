@@ -202,6 +202,9 @@ func TestFaultEIOUpdate(t *testing.T) {
 			if got := exactfs.CodeOf(err); got != tc.code {
 				t.Errorf("code %q, want %q: %v", got, tc.code, err)
 			}
+			if strings.HasPrefix(tc.name, "write-staged-and-unlink") && !strings.Contains(err.Error(), "residue left at "+e.dir+"/.state.json.") {
+				t.Errorf("the staged file could not be removed, and the error does not name it: %v", err)
+			}
 			if tc.after == newState && !strings.Contains(err.Error(), "the change is made") {
 				t.Errorf("the change was made, and the error does not say so: %v", err)
 			}
