@@ -133,6 +133,8 @@ type bench struct {
 	results       map[cell][]runResult // one per round
 	started       time.Time
 	elapsed       time.Duration
+	loadBefore    string // /proc/loadavg's 1-minute figure, "" where there is none
+	loadAfter     string
 }
 
 type cell struct {
@@ -152,6 +154,7 @@ type runResult struct {
 func (b *bench) run() error {
 	b.results = map[cell][]runResult{}
 	b.started = time.Now()
+	b.loadBefore = loadavg()
 	seq := 0
 	for r := range b.rounds {
 		for pi, p := range b.procs {
@@ -171,6 +174,7 @@ func (b *bench) run() error {
 		fmt.Fprintf(os.Stderr, "bench: %s: round %d of %d done\n", b.base, r+1, b.rounds)
 	}
 	b.elapsed = time.Since(b.started)
+	b.loadAfter = loadavg()
 	return nil
 }
 
@@ -338,8 +342,12 @@ func (b *bench) ratio(p int, kind string, val func(runResult) float64) (float64,
 func (b *bench) print(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s\n\n", b.fs)
 	fmt.Fprintf(w, "%s, %d cores, %s; %d rounds, interleaved; each figure is the median over rounds, each ratio the median of the "+
-		"per-round ratios to gofrs/flock (so it need not equal the ratio of two medians); acquire = asked until the old bytes are read; %s, %s UTC\n\n",
+		"per-round ratios to gofrs/flock (so it need not equal the ratio of two medians); acquire = asked until the old bytes are read; %s, %s UTC",
 		kernel(), runtime.NumCPU(), runtime.Version(), b.rounds, b.elapsed.Round(time.Second), b.started.UTC().Format("2006-01-02 15:04"))
+	if b.loadBefore != "" {
+		fmt.Fprintf(w, "; load average %s at the start, %s at the end", b.loadBefore, b.loadAfter)
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprint(w, "| |")
 	for _, k := range b.kinds {
 		fmt.Fprintf(w, " %s |", kindTitle[k])
@@ -421,6 +429,19 @@ func (b *bench) print(w io.Writer) {
 			return withRatio(fmt.Sprintf("%.0f", med(p, kind, cpu)/1e3), p, kind, cpu, false)
 		})
 	}
+}
+
+// loadavg is the 1-minute load average, or "" where /proc has none: on a
+// machine shared with other work it says how much to trust the figures.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
 
 func kernel() string {
