@@ -6,9 +6,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
+
+// HookCommitAnswerLost (package internal/hook), when set, makes commit treat
+// the answer of each commit transaction as lost after it was sent, so tests
+// can prove that a commit whose answer is lost is resolved, not re-run.
+const HookCommitAnswerLost = "etcd.commit-answer-lost"
+
+var errAnswerLost = status.Error(codes.Unavailable, "the answer of the commit was lost (test seam)")
 
 // Commit describes an Update that wrote.
 type Commit struct {
@@ -88,6 +98,13 @@ func (h *Held) commit(ctx context.Context, val []byte) (int64, error) {
 			Else(clientv3.OpGet(h.myKey), clientv3.OpGet(key, clientv3.WithKeysOnly())).
 			Commit()
 		acancel()
+		if err == nil && hook.IsSet(HookCommitAnswerLost) {
+			// Test seam: the commit was applied (or refused) but its
+			// answer is treated as lost, as when the member dies right
+			// after the leader applied it.
+			hook.Fire(HookCommitAnswerLost, key)
+			r, err = nil, errAnswerLost
+		}
 		switch {
 		case err == nil && r.Succeeded:
 			return r.Header.Revision, nil

@@ -289,3 +289,47 @@ func stopped(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'T'
 }
+
+// TestCLISignals: SIGTERM to exactfs-etcd lock is forwarded to CMD, whose
+// status (143) is the exit status, and the lock is released; SIGTERM while
+// waiting for the lock ends the wait with 143 and runs nothing.
+func TestCLISignals(t *testing.T) {
+	c := startCluster(t)
+	url := "etcd://" + strings.Join(hostPorts(c.endpoints()), ",") + "/cli/signals"
+	holder := exec.Command(cliBinary(t), "lock", url, "--", "sh", "-c", "echo held; exec sleep 30")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill() }()
+	buf := make([]byte, 16)
+	if n, _ := out.Read(buf); !strings.HasPrefix(string(buf[:n]), "held") {
+		t.Fatalf("holder said %q", buf[:n])
+	}
+
+	waiter := exec.Command(cliBinary(t), "lock", "--timeout", "30s", url, "--", "echo", "must not run")
+	var werr, wout bytes.Buffer
+	waiter.Stderr, waiter.Stdout = &werr, &wout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	_ = waiter.Process.Signal(syscall.SIGTERM)
+	_ = waiter.Wait()
+	if code := waiter.ProcessState.ExitCode(); code != 143 || wout.Len() != 0 || !strings.Contains(werr.String(), "interrupted") {
+		t.Errorf("waiter after SIGTERM: exit %d, stdout %q, stderr %q; want 143, nothing run, 'interrupted'", code, wout.String(), werr.String())
+	}
+
+	_ = holder.Process.Signal(syscall.SIGTERM)
+	_ = holder.Wait()
+	if code := holder.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("holder after SIGTERM: exit %d, want 143 (CMD's SIGTERM)", code)
+	}
+	r := runCLI(t, nil, "", "status", url)
+	if r.want(t, 0); !strings.Contains(r.stdout, "free") {
+		t.Errorf("after the holder ended: %s; want free", r.stdout)
+	}
+}

@@ -142,11 +142,18 @@ func newRelay(cancel context.CancelFunc) *relay {
 				return
 			case s := <-r.ch:
 				r.mu.Lock()
-				r.got = s
-				if r.child != nil {
-					_ = r.child.Signal(s)
-				} else {
+				if r.got == nil {
+					r.got = s
+				}
+				switch {
+				case r.child == nil:
 					r.cancel()
+				case fromTerminal(s):
+					// CMD is in our foreground process group and got the
+					// keyboard's signal itself: a second copy could cut
+					// short the clean exit the first one began.
+				default:
+					_ = r.child.Signal(s)
 				}
 				r.mu.Unlock()
 			}
@@ -157,9 +164,25 @@ func newRelay(cancel context.CancelFunc) *relay {
 
 func (r *relay) stop() { signal.Stop(r.ch); close(r.done) }
 
-func (r *relay) setChild(p *os.Process) {
+// start starts CMD unless a signal came first, and forwards signals to it
+// from then on: no signal can fall between the check and the start.
+func (r *relay) start(e *env, argv []string, stdin io.Reader, stdout io.Writer, extraEnv []string) (*exec.Cmd, error) {
 	r.mu.Lock()
-	r.child = p
+	defer r.mu.Unlock()
+	if s, ok := r.got.(syscall.Signal); ok {
+		return nil, exitStatus(128 + int(s))
+	}
+	cmd, err := startCmd(e, argv, stdin, stdout, extraEnv)
+	if err == nil {
+		r.child = cmd.Process
+	}
+	return cmd, err
+}
+
+// ended stops forwarding to a CMD that has exited.
+func (r *relay) ended() {
+	r.mu.Lock()
+	r.child = nil
 	r.mu.Unlock()
 }
 
@@ -243,12 +266,11 @@ func runLock(e *env, opts any, args []string) error {
 		}
 		return f.busy(err)
 	}
-	cmd, err := startCmd(e, argv, e.stdin, e.stdout, lockEnv(t, h))
+	cmd, err := r.start(e, argv, e.stdin, e.stdout, lockEnv(t, h))
 	if err != nil {
 		_ = h.Unlock()
 		return err
 	}
-	r.setChild(cmd.Process)
 	waited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(waited) }()
 	var lost error
@@ -294,13 +316,12 @@ func runUpdate(e *env, opts any, args []string) error {
 	_, err = l.UpdateCommit(ctx, func(old []byte) ([]byte, error) {
 		ran = true
 		var out bytes.Buffer
-		cmd, err := startCmd(e, argv, bytes.NewReader(old), &out, []string{"EXACTFS_LOCK_URL=" + t.URL})
+		cmd, err := r.start(e, argv, bytes.NewReader(old), &out, []string{"EXACTFS_LOCK_URL=" + t.URL})
 		if err != nil {
 			return nil, err
 		}
-		r.setChild(cmd.Process)
 		_ = cmd.Wait()
-		r.setChild(nil)
+		r.ended()
 		if st := cmdStatus(cmd); st != 0 {
 			return nil, cmdFailed{st}
 		}
