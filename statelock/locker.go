@@ -35,7 +35,8 @@ type locker struct {
 	// and its reclaimer killed after detaching it (replayDetached).
 	replayDue bool
 	// sweepDue: this acquisition reclaimed F.lock from a dead holder, which
-	// may have left staging files of F (residue.go).
+	// may have left staging files of F, or created F.lock, so no holder
+	// has swept this directory yet (residue.go).
 	sweepDue bool
 	lockPath string // for messages
 	host     liveness.HostIdentity

@@ -82,48 +82,31 @@ func (l *locker) stateResidue(r Residue) bool {
 }
 
 // swept remembers the state files whose lock this process has held once
-// (and so swept once), by their directory's device and inode. Each entry
-// keeps a descriptor of that directory open: while it is open the inode
-// cannot be freed and given to a directory made later (a state directory
-// removed and made again, a test's next temporary directory), so the key
-// keeps naming the directory that was swept. At most maxSwept entries are
-// kept, the oldest dropped first; a dropped one only costs a second sweep.
-var swept struct {
-	sync.Mutex
-	dirs  map[sweptKey]*os.File
-	order []sweptKey
-}
+// (and so swept once), by their directory's device and inode. A directory
+// removed and made again can get the same inode; its first holder creates
+// F.lock, and an acquisition that creates F.lock sweeps whatever this map
+// says (takeRecord sets sweepDue), so the map never hides a new directory.
+// It keeps no descriptor open: that would keep the filesystem from being
+// unmounted. A plain map under a mutex: no allocation per lock.
+var (
+	sweptMu sync.Mutex
+	swept   = map[sweptKey]bool{}
+)
 
 type sweptKey struct {
 	dev, ino uint64 // the directory's
 	base     string
 }
 
-const maxSwept = 64
-
 func (l *locker) firstHold() bool {
 	dev, ino := l.dir.Inode()
 	k := sweptKey{dev, ino, l.base}
-	swept.Lock()
-	defer swept.Unlock()
-	if _, seen := swept.dirs[k]; seen {
+	sweptMu.Lock()
+	defer sweptMu.Unlock()
+	if swept[k] {
 		return false
 	}
-	f, err := l.dir.File()
-	if err != nil {
-		return true // sweep, and remember nothing: the next hold sweeps again
-	}
-	if swept.dirs == nil {
-		swept.dirs = map[sweptKey]*os.File{}
-	}
-	if len(swept.order) >= maxSwept {
-		old := swept.order[0]
-		swept.order = swept.order[1:]
-		swept.dirs[old].Close()
-		delete(swept.dirs, old)
-	}
-	swept.dirs[k] = f
-	swept.order = append(swept.order, k)
+	swept[k] = true
 	return true
 }
 

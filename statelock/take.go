@@ -75,6 +75,12 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 	for try := 0; try < 4; try++ {
 		h, err := l.createRecord(name, rec)
 		if err == nil {
+			if !sidecar {
+				// F.lock did not exist: a new state directory, or one made
+				// again. Its residue was never swept by a holder, whatever
+				// this process remembers of a directory that had its inode.
+				l.sweepDue = true
+			}
 			return h, nil, nil
 		}
 		if errors.Is(err, errRecordChanged) {
