@@ -69,8 +69,10 @@ func TestStatusRefusesUnsafeLockPath(t *testing.T) {
 }
 
 // TestRecoverCrashedClaim plants a transition claim whose sidecar is empty
-// (its taker was killed between creating and writing it): automatic reclaim
-// leaves it, recover removes exactly it, and the lock works again.
+// and still open for writing (its taker stopped between creating and
+// writing it; an empty sidecar nobody has open is reclaimed automatically,
+// see statelock's judgeMalformed): automatic reclaim leaves it, recover
+// removes exactly it, and the lock works again.
 func TestRecoverCrashedClaim(t *testing.T) {
 	dir := t.TempDir()
 	expectCode(t, runIn(t, dir, quick, "", "update", "s", "--", "echo", "1"), 0, "update")
@@ -82,6 +84,11 @@ func TestRecoverCrashedClaim(t *testing.T) {
 	if err := os.WriteFile(side, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	w, err := os.OpenFile(side, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	// Young: recover leaves it alone.
 	five := time.Now().Add(-5 * time.Second)
 	os.Chtimes(side, five, five)
