@@ -128,6 +128,7 @@ func TestCLIUpdateLockStatus(t *testing.T) {
 	}
 	r = runCLI(t, nil, "", "status", url)
 	r.want(t, 0)
+	t.Logf("status of a held lock:\n%s", r.stdout)
 	if !strings.Contains(r.stdout, "held by pid") || !strings.Contains(r.stdout, "token "+token) || !strings.Contains(r.stdout, "TTL left") {
 		t.Errorf("status of a held lock:\n%s\nwant holder, token %s and TTL", r.stdout, token)
 	}
