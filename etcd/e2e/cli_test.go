@@ -128,6 +128,7 @@ func TestCLIUpdateLockStatus(t *testing.T) {
 	}
 	r = runCLI(t, nil, "", "status", url)
 	r.want(t, 0)
+	t.Logf("status of a held lock:\n%s", r.stdout)
 	if !strings.Contains(r.stdout, "held by pid") || !strings.Contains(r.stdout, "token "+token) || !strings.Contains(r.stdout, "TTL left") {
 		t.Errorf("status of a held lock:\n%s\nwant holder, token %s and TTL", r.stdout, token)
 	}
@@ -332,4 +333,31 @@ func TestCLISignals(t *testing.T) {
 	if r.want(t, 0); !strings.Contains(r.stdout, "free") {
 		t.Errorf("after the holder ended: %s; want free", r.stdout)
 	}
+}
+
+// TestCLIRecoverLeaselessKey: a key in the lock's queue that no lease keeps
+// (written by hand, not by exactfs) would hold the lock forever; status shows
+// it, recover --dry-run only plans, recover deletes it, and the lock works.
+func TestCLIRecoverLeaselessKey(t *testing.T) {
+	c := startCluster(t)
+	url := "etcd://" + strings.Join(hostPorts(c.endpoints()), ",") + "/cli/stray"
+	if _, err := c.client(t).Put(t.Context(), "/cli/stray.lock/by-hand", "not metadata"); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "", "status", url)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "not holder metadata") || !strings.Contains(r.stdout, "no lease") {
+		t.Errorf("status of a stray key:\n%s", r.stdout)
+	}
+	runCLI(t, nil, "", "update", "--try", url, "--", "echo", "x").want(t, 75)
+	r = runCLI(t, nil, "", "recover", "--dry-run", url)
+	if r.want(t, 0); !strings.Contains(r.stdout, "would delete-key /cli/stray.lock/by-hand") {
+		t.Errorf("recover --dry-run:\n%s", r.stdout)
+	}
+	runCLI(t, nil, "", "update", "--try", url, "--", "echo", "x").want(t, 75)
+	r = runCLI(t, nil, "", "recover", url)
+	if r.want(t, 0); !strings.Contains(r.stdout, "done delete-key /cli/stray.lock/by-hand") {
+		t.Errorf("recover:\n%s", r.stdout)
+	}
+	runCLI(t, nil, "", "update", "--try", url, "--", "echo", "x").want(t, 0)
 }

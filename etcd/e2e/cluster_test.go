@@ -68,7 +68,12 @@ type member struct {
 	initialCfg string // initial-cluster
 	certFile   string // the client TLS certificate and key, "" for none
 	keyFile    string
+	timing     string // "TICK_MS,ELECTION_MS", "" for etcd's defaults
 }
+
+// memberTiming, when set before startCluster, is the heartbeat and election
+// timeout of the members ("TICK_MS,ELECTION_MS").
+var memberTiming string
 
 // cluster is a three-member etcd cluster on 127.0.0.1.
 type cluster struct {
@@ -117,6 +122,7 @@ func startClusterTLS(t testing.TB, tc *testCerts) *cluster {
 	}
 	for _, m := range c.members {
 		m.initialCfg = strings.Join(initial, ",")
+		m.timing = memberTiming
 		if tc != nil {
 			m.certFile, m.keyFile = tc.certFile, tc.keyFile
 		}
@@ -155,7 +161,7 @@ func (c *cluster) start(m *member) {
 	defer log.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleMemb,
-		argsEnv+"="+strings.Join([]string{m.name, m.dir, m.clientURL, m.peerURL, m.initialCfg, m.certFile, m.keyFile}, "\n"))
+		argsEnv+"="+strings.Join([]string{m.name, m.dir, m.clientURL, m.peerURL, m.initialCfg, m.certFile, m.keyFile, m.timing}, "\n"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -251,6 +257,14 @@ func runMember() {
 	cfg.LogOutputs = []string{"stderr"}
 	if len(a) > 6 && a[5] != "" {
 		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = a[5], a[6]
+	}
+	if len(a) > 7 && a[7] != "" {
+		var tick, election uint
+		if _, err := fmt.Sscanf(a[7], "%d,%d", &tick, &election); err != nil {
+			fmt.Fprintf(os.Stderr, "member %s: timing %q: %v\n", name, a[7], err)
+			os.Exit(2)
+		}
+		cfg.TickMs, cfg.ElectionMs = tick, election
 	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -79,7 +79,14 @@ func runWorker() {
 	}
 	l := c.Locker(key)
 	enc := json.NewEncoder(os.Stdout)
+	// Each update starts at least pace after the previous one, so that 200
+	// updates last at least 15 s and span three leader kills however fast
+	// the machine is (here they take longer anyway).
+	const pace = 75 * time.Millisecond
+	next := time.Now()
 	for done := 0; done < n; {
+		time.Sleep(time.Until(next))
+		next = time.Now().Add(pace)
 		rec := opRecord{Worker: id, Call: time.Now().UnixNano()}
 		cm, err := l.UpdateCommit(context.Background(), func(old []byte) ([]byte, error) {
 			v := 0
