@@ -17,7 +17,9 @@ import (
 // a path, as before.
 const (
 	etcdCommand = "exactfs-etcd"
-	etcdInstall = "go install github.com/exactfs/exactfs/etcd/cmd/exactfs-etcd@latest"
+	// Not "go install …@version": the etcd module replaces the core with its
+	// checkout (../), and go install refuses a module with a replace.
+	etcdInstall = "(cd etcd && go install ./cmd/exactfs-etcd) in a checkout of the exactfs repository"
 )
 
 var backendURL = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
