@@ -97,8 +97,9 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 // the descriptor its bytes were read from) has a dead writer. Every writer
 // of a record holds a writable descriptor on it for as long as it is
 // incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
-// truncates, writes and fsyncs through one handle and closes it only then; exactfs publishes records
-// whole and rewrites them through the descriptor that holds its OFD lock.
+// truncates, writes and fsyncs through one handle and closes it only then;
+// exactfs publishes records whole and rewrites them through the descriptor
+// that holds its OFD lock.
 // So the record a TypeScript peer killed between its truncate and its write
 // leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
 // stranding the lock until someone runs exactfs recover. Readers do not
