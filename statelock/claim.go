@@ -155,8 +155,9 @@ type claimState struct {
 	why     string
 }
 
-// inspectClaim judges the claim directory and its sidecar (the reference's
-// stale-claim rule, with our kernel-lock and power-loss rules). A claim is
+// inspectClaim judges the claim directory and its sidecar by the
+// crashed-claim rules below (the TypeScript reference has none: it strands
+// such a claim), our kernel-lock and power-loss rules included. A claim is
 // stale when:
 //   - the directory is empty (an exact tree snapshot proves it) and at least
 //     claimMinAge old, no OFD lock is held on the sidecar (an exactfs taker
