@@ -145,7 +145,8 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, I
 
 // sameVersion reports whether two fstats of one descriptor show the same
 // version of the file: same inode, link count, type, size and modification
-// time. The status change time is left out, as SPEC §1 says: a rename (an
+// time. The status change time is left out (it is compared only where a
+// rule says so, see Identity): a rename (an
 // exact unlink or a compare-and-swap by exchange in another process), a
 // chmod or an ACL tool changes it without changing a byte, and counting it
 // would make every capture that overlaps one of them fail.

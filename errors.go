@@ -15,7 +15,8 @@ import (
 // operators see one vocabulary in both implementations' logs.
 type Code string
 
-// The outcome codes of SPEC §2.6, plus the two exactfs adds.
+// The outcome codes, the names the TypeScript peers log too, plus the two
+// exactfs adds.
 const (
 	CodeNotFound            Code = "not_found"
 	CodeIdentityMismatch    Code = "identity_mismatch"

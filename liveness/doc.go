@@ -23,7 +23,7 @@
 // that takes [HoldAttestation] on its record before writing it lets a
 // contender in the same boot ask the kernel instead of the pid rules
 // ([Attested]): no lock proves the holder's descriptor gone, however it
-// died (SIGKILL included), with no pid-reuse ambiguity (SPEC §4.7).
+// died (SIGKILL included), with no pid-reuse ambiguity.
 //
 // What is not guaranteed: a record without a host id, or one written in a
 // different pid or time namespace that did not record its pid namespace, is

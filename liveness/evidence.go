@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// Start time formats (SPEC §3). A start time is only ever compared with one
-// read the same way: the two formats have different resolutions and
-// different clocks, so a mismatch across formats proves nothing.
+// Start time formats, the values records carry in start_time_format. A
+// start time is only ever compared with one read the same way: the two
+// formats have different resolutions and different clocks, so a mismatch
+// across formats proves nothing.
 const (
 	// FormatLinuxProc is field 22 of /proc/<pid>/stat, the start time in
 	// clock ticks since boot, as a decimal string. TypeScript peers write

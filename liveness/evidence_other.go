@@ -7,9 +7,10 @@ import (
 	"runtime"
 )
 
-// supported is false: this platform has none of the evidence SPEC §3 names
-// in a form the peers would read the same way. Every probe fails, and the
-// Judge answers Unknown, which keeps every lock it cannot judge.
+// supported is false: this platform has none of the process evidence (start
+// time, boot id, process probe) in a form the peers would read the same
+// way. Every probe fails, and the Judge answers Unknown, which keeps every
+// lock it cannot judge.
 const supported = false
 
 func unsupportedErr(what string) error {

@@ -24,7 +24,7 @@ import (
 // root makes them compute one host id.
 const SecretFileName = "machine-identity.secret"
 
-// Domain-separation prefixes of the two host id derivations (SPEC §3). They
+// Domain-separation prefixes of the two host id derivations. They
 // are part of the on-disk contract: changing a byte changes every host id.
 const (
 	hostIDContext   = "gajae-code:machine-identity:v2\x00"
@@ -166,7 +166,8 @@ func isLowerHex(s string) bool {
 const secretHexLen = 64
 
 // ErrMalformedSecret is matched (errors.Is) by the error for a secret file
-// whose content is not exactly what SPEC §3 prescribes.
+// whose content is not exactly 64 lowercase hex digits and a newline (see
+// parseSecret).
 var ErrMalformedSecret = errors.New("malformed installation secret")
 
 // malformedReads bounds how often a malformed secret is re-read before it is

@@ -30,7 +30,7 @@ type Captured struct {
 const attestSpan = 1 << 40
 
 // HoldAttestation takes the kernel lock that attests a holder's ownership
-// of a record (SPEC §4.7): an exclusive open-file-description lock on the
+// of a record: an exclusive open-file-description lock on the
 // record file f (its bytes [0, 2^40)), which must be open for writing. A holder takes it
 // before it writes the bytes that claim the attestation, and keeps f open
 // for as long as it holds the record; the kernel drops the lock when f's

@@ -142,7 +142,8 @@ func (System) BootID() (string, error) { return BootID() }
 // PidNS returns the pid namespace inode of the calling process.
 func (System) PidNS() (uint64, error) { return PidNS(os.Getpid()) }
 
-// Judge decides whether recorded owners are gone (SPEC §3).
+// Judge decides whether recorded owners are gone (see the package
+// documentation for what proves it).
 type Judge struct {
 	// Host is this host's identity; records naming another host are never
 	// judged by local probes. A zero Host recognizes no record as local.

@@ -9,8 +9,8 @@ import (
 )
 
 // File returns the Locker of the state file stateFile on the default
-// backend, statelock (SPEC §4). opts are statelock's options (wait budget,
-// host identity).
+// backend, statelock (the state-file lock the TypeScript peers use too).
+// opts are statelock's options (wait budget, host identity).
 //
 // A file lock cannot be taken from a live holder, only reclaimed from a dead
 // one, so the Lost channel of its leases is never closed: a holder learns of

@@ -2,10 +2,10 @@ package statelock
 
 import "time"
 
-// Backoff between acquisition attempts (SPEC §4.4): 5 ms, doubling, capped
-// at 100 ms. A waiter on Linux also wakes as soon as the lock record changes
-// (wait_linux.go), so the cap bounds only how late a change that produced no
-// event is noticed.
+// Backoff between acquisition attempts: 5 ms, doubling, capped at 100 ms.
+// A waiter on Linux also wakes as soon as the lock record changes
+// (wait_linux.go), so the cap bounds only how late a change that produced
+// no event is noticed.
 const (
 	backoffMin = 5 * time.Millisecond
 	backoffMax = 100 * time.Millisecond

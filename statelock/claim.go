@@ -44,7 +44,7 @@ type claimDir struct {
 // (made by mkdir, or a spare renamed onto the name without replace: either
 // admits exactly one taker), then the sidecar F.lock.transition.owner with
 // the record rules of takeRecord. busy reports a claim held by someone
-// else; a stale one is reclaimed first when SPEC §4.3 allows it.
+// else; a stale one (inspectClaim says when) is reclaimed first.
 func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	for try := 0; ; try++ {
 		err := l.makeClaim()
@@ -81,8 +81,9 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	if h != nil && l.replayDue {
 		// Off the steady state only: a reclaimer killed after detaching a
 		// crashed claim left it at F.lock.transition.removing; finish it
-		// (SPEC §2.5). It is residue, not our business to fail over: what
-		// cannot be finished now stays for Inspect to name.
+		// (replaying the removal completes it). It is residue, not our
+		// business to fail over: what cannot be finished now stays for
+		// Inspect to name.
 		l.replayDue = false
 		l.replayDetached(l.claim, emptyTree)
 	}
@@ -150,12 +151,14 @@ type claimState struct {
 	side    *snapshot // the sidecar, nil when absent or unreadable
 	sideErr error
 	verdict string // the sidecar's verdict, for people
-	stale   bool   // SPEC §4.3 authorizes automatic reclaim
+	stale   bool   // the stale-claim rules authorize automatic reclaim
 	why     string
 }
 
-// inspectClaim judges the claim directory and its sidecar (SPEC §4.3, with
-// the kernel-lock and power-loss rules of §4.7). A claim is stale when:
+// inspectClaim judges the claim directory and its sidecar by the
+// crashed-claim rules below (the TypeScript reference has none: it strands
+// such a claim), our kernel-lock and power-loss rules included. A claim is
+// stale when:
 //   - the directory is empty (an exact tree snapshot proves it) and at least
 //     claimMinAge old, no OFD lock is held on the sidecar (an exactfs taker
 //     holds one for the whole claim), and the sidecar either names a dead,
@@ -340,7 +343,7 @@ func emptyTree(t *exactfs.Tree) bool { return len(t.Entries) == 1 }
 
 // replayDetached finishes the removal of a directory that an exact tree
 // removal detached to name+".removing" and did not finish: its remover was
-// killed after the detach (SPEC §2.5: replaying the removal completes it).
+// killed after the detach (replaying the removal completes it).
 // The detached tree must be what such a removal leaves (want: for a claim,
 // an empty directory) and its reclaim guard free (a live remover holds it
 // from before its detach to the end); it is then removed by RemoveTreeExact

@@ -25,7 +25,7 @@ import (
 // directory of ours, a spare name already taken, or a filesystem without
 // no-replace rename.
 //
-// A spare is an empty directory with a private name (SPEC §2.7: TypeScript
+// A spare is an empty directory with a private name (TypeScript
 // peers skip ".gjc-delete-*" names). Any process may remove an empty one at
 // any time; its next taker then makes the claim with mkdir.
 

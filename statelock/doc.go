@@ -42,8 +42,8 @@
 // writing it) is reclaimed once it is a second old and no process on this
 // host has it open for writing (the kernel's read-lease probe): every
 // writer holds a writable descriptor on a record while it is incomplete
-// (judge.go). The reference, and SPEC §4.3/§4.4, keep such a record until
-// explicit recovery.
+// (judge.go). The reference protocol keeps such a record until explicit
+// recovery.
 //
 // A crashed transition claim is reclaimed when its sidecar proves the
 // taker gone; the TypeScript reference strands it forever. New records are
@@ -102,8 +102,9 @@
 // reclaimer killed after its detach left at F.lock.transition.removing (or
 // F.lock.removing) is replayed to completion by the next process that
 // takes the claim after making it anew, or that reclaims a crashed claim
-// (SPEC §2.5), never a reason to fail; one that is not what such a removal
-// leaves (not empty, a symlink) is kept and named in the timeout error.
+// (replaying the removal completes it), never a reason to fail; one that
+// is not what such a removal leaves (not empty, a symlink) is kept and
+// named in the timeout error.
 //
 // # Crash residue of the state file
 //
@@ -160,7 +161,7 @@
 //     same directory even if its path is renamed: openat2, fstat (2);
 //   - look at the kernel lock first, so that a caller never takes the claim
 //     while the lock is held: lstat, F_OFD_GETLK (2);
-//   - take the transition claim (SPEC §4.3) from the spare: open it, fstat
+//   - take the transition claim from the spare: open it, fstat
 //     and two getdents (it must be our empty 0700 directory), futimens (a
 //     claim's age is its mtime), the no-replace rename (one taker), an
 //     lstat that the claim is the directory checked (7);

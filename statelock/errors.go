@@ -17,10 +17,10 @@ import (
 var ErrLocked = errors.New("state file lock is held")
 
 // Reason classifies a lock failure. The values are the reference's, so that
-// operators see one vocabulary in Go and TypeScript logs (SPEC §4.4).
+// operators see one vocabulary in Go and TypeScript logs.
 type Reason string
 
-// Reasons, as SPEC §4.4 names them.
+// Reasons, as the reference names them.
 const (
 	// The wait budget ran out while a holder kept the lock.
 	ReasonAcquireTimeout Reason = "acquire_timeout"

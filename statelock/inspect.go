@@ -48,12 +48,12 @@ type ClaimStatus struct {
 	Age            time.Duration
 	SidecarPresent bool   // F.lock.transition.owner is readable
 	SidecarVerdict string // the sidecar owner's verdict, for people
-	Crashed        bool   // stale by SPEC §4.3: the next Lock reclaims it
+	Crashed        bool   // a crashed claim: the next Lock reclaims it
 	Why            string // the reason for Crashed, or why it is kept
 }
 
 // Residue is a private name in the directory left by an interrupted
-// operation (SPEC §2.7), or a TypeScript peer's temporary state file.
+// operation, or a TypeScript peer's temporary state file.
 type Residue struct {
 	Name string
 	Kind string // "quarantine", "placeholder", "removing", "staging" or "temp"
@@ -80,7 +80,8 @@ type Status struct {
 	Residue  []Residue
 }
 
-// Private name prefixes of SPEC §2.7.
+// Private name prefixes, the same in every implementation that shares the
+// directory, so each recognizes the others' residue.
 const (
 	quarantinePrefix  = ".gjc-delete-session-state-lock-"
 	placeholderPrefix = ".gjc-exact-unlink-placeholder-"

@@ -33,7 +33,7 @@ func (v verdict) dead() bool { return v.Verdict == liveness.Dead }
 // "a lock" proves it there. The test is asked through f, the very inode the
 // bytes came from, never through a fresh lookup of the pathname. Records
 // without our evidence fields (TypeScript peers) hold no such lock and are
-// judged by the pid rules of SPEC §3 alone.
+// judged by the pid rules alone (package liveness).
 func (l *locker) judgeRecord(s *snapshot, f *os.File) verdict {
 	if s.rec == nil {
 		return l.judgeMalformed(s, f)
@@ -85,20 +85,21 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 
 // judgeMalformed applies the only rules under which a record that does
 // not validate may be reclaimed: the historical released:false shape from a
-// provably dead local owner at least 30 s old (SPEC §4.4); the power-loss
-// rule (SPEC §4.7): an empty or malformed record last written before the
-// current boot cannot belong to a live process; and the abandoned-write
-// rule below. Anything else is kept: it proves nothing about its writer,
-// who may still be writing it.
+// provably dead local owner at least 30 s old (the reference's rule); the
+// power-loss rule (ours, beyond the reference): an empty or malformed
+// record last written before the current boot cannot belong to a live
+// process; and the abandoned-write rule below. Anything else is kept: it
+// proves nothing about its writer, who may still be writing it.
 //
-// The abandoned-write rule (beyond the reference, like §4.7): an empty or
-// torn record at least a second old that no process on this host has open
-// for writing (the kernel's read-lease probe through f, the descriptor its
-// bytes were read from) has a dead writer. Every writer of a record holds a
-// writable descriptor on it for as long as it is incomplete: the reference
-// creates (O_EXCL) or opens (O_RDWR) it, truncates, writes and fsyncs
-// through one handle and closes it only then; exactfs publishes records
-// whole and rewrites them through the descriptor that holds its OFD lock.
+// The abandoned-write rule (beyond the reference, like the power-loss
+// rule): an empty or torn record at least a second old that no process on
+// this host has open for writing (the kernel's read-lease probe through f,
+// the descriptor its bytes were read from) has a dead writer. Every writer
+// of a record holds a writable descriptor on it for as long as it is
+// incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
+// truncates, writes and fsyncs through one handle and closes it only then;
+// exactfs publishes records whole and rewrites them through the descriptor
+// that holds its OFD lock.
 // So the record a TypeScript peer killed between its truncate and its write
 // leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
 // stranding the lock until someone runs exactfs recover. Readers do not

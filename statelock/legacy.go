@@ -34,7 +34,7 @@ type legacyJudgement struct {
 	holder string
 }
 
-// judgeLegacy renders the verdict of SPEC §4.5 on the captured tree: stale
+// judgeLegacy renders the legacy-directory verdict on the captured tree: stale
 // only if info parses, its owner is host-qualified as local (or the
 // host-local option vouches for an unqualified one) and provably dead; or if
 // the directory is empty and older than 30 s. The info bytes judged must be

@@ -11,7 +11,8 @@ import (
 	"github.com/exactfs/exactfs/liveness"
 )
 
-// Names derived from the state file F (SPEC §4.1).
+// Names derived from the state file F (see the package documentation, On
+// disk).
 const (
 	lockSuffix    = ".lock"
 	claimSuffix   = ".lock.transition"
@@ -76,8 +77,8 @@ func hostIdentity(c *config) (liveness.HostIdentity, error) {
 }
 
 // newLocker prepares a lock call. Everything that can fail before a single
-// lock file is touched fails here (SPEC §3: a failure to establish the host
-// id fails the call before anything is created).
+// lock file is touched fails here (a failure to establish the host id
+// among them: it fails the call before anything is created).
 func newLocker(stateFile string, opts []Option) (*locker, error) {
 	return openLocker(stateFile, opts, true)
 }

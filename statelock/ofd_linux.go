@@ -11,7 +11,8 @@ import (
 )
 
 // ofdSupported reports whether this platform has open-file-description
-// locks, the kernel attestation of SPEC §4.7.
+// locks, the kernel attestation of ownership (see the package
+// documentation, Beyond the reference).
 const ofdSupported = true
 
 // errOFDConflict means another open file description holds a lock on the

@@ -89,7 +89,7 @@ type heldRecord struct {
 // written: a record that carries our kernel evidence fields is then never
 // visible without the lock that backs them. If the write fails, the record
 // is retracted only while the creating descriptor is still open and the
-// pathname still names that same inode (SPEC §4.2): after a fault the
+// pathname still names that same inode: after a fault the
 // pathname may already belong to a successor, which must keep it.
 //
 // An EEXIST from the create comes back unchanged so callers can tell
@@ -179,7 +179,7 @@ func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []by
 }
 
 // createInPlace is the reference's create: O_EXCL on the name itself, then
-// the write, with the retraction rules of SPEC §4.2 when the write fails.
+// the write, with the retraction rules of createRecord when the write fails.
 func (l *locker) createInPlace(name string, rec *Record) (*heldRecord, error) {
 	f, err := l.dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
@@ -229,13 +229,13 @@ func (l *locker) retract(name string, f *os.File, created exactfs.Identity) erro
 }
 
 // quarantineName is the private name exact unlink detaches an owner record
-// to; TypeScript peers skip it when they scan the directory (SPEC §2.7).
+// to; TypeScript peers skip it when they scan the directory.
 func quarantineName() string {
 	return ".gjc-delete-session-state-lock-" + exactfs.NewUUID() + ".json"
 }
 
 // reuseTombstone takes a released record in place: the next owner reuses
-// the inode (SPEC §4.1). It opens the pathname read-write without following
+// the inode. It opens the pathname read-write without following
 // links, takes the OFD lock first (a conflict means some exactfs process
 // holds the inode right now), proves through the same descriptor that the
 // bytes are still exactly the tombstone that was judged, and rewrites.
@@ -265,7 +265,7 @@ var errRecordChanged = errors.New("owner record changed")
 // rewrite replaces the bytes of the record f is open on, in place: the
 // bytes and identity read through f must equal want; truncate, write,
 // truncate to length; then the pathname must still name the same inode with
-// exactly the new bytes (SPEC §4.2). A write that fails half way puts the
+// exactly the new bytes. A write that fails half way puts the
 // old bytes back through the same descriptor.
 //
 // There is deliberately no fsync: see the package documentation.

@@ -37,7 +37,8 @@ type Record struct {
 
 // Kernel reports whether the record was written by an exactfs holder, which
 // also holds an OFD lock on the record's inode for as long as it holds the
-// lock (SPEC §4.7). Only such a record may be judged by asking the kernel.
+// lock (see the package documentation, Beyond the reference). Only such a
+// record may be judged by asking the kernel.
 func (r *Record) Kernel() bool {
 	return r.PidfdIno != 0 || r.PidNS != 0 || r.BootID != ""
 }
@@ -80,7 +81,7 @@ func (r *Record) Encode() []byte {
 	return append(b, '}')
 }
 
-// tombstone is the released record of SPEC §4.1: pid 1 (alive in every pid
+// tombstone is the released record of the protocol: pid 1 (alive in every pid
 // namespace, so a reader that does not know "released" stays out rather than
 // deleting it), start time unknown, a fresh token, this host, released.
 func tombstone(token, hostID string) *Record {
@@ -237,7 +238,8 @@ func plainJSONString(s []byte) bool {
 }
 
 // historicalUnreleased reports the one malformed shape that may be reclaimed
-// by age (SPEC §4.4): every field valid except released, which is false.
+// by age (judgeMalformed says when): every field valid except released,
+// which is false.
 // It returns the record read as if released were absent.
 func historicalUnreleased(data []byte) (*Record, bool) {
 	var m map[string]json.RawMessage
@@ -288,7 +290,8 @@ func jsonUint(raw json.RawMessage) (uint64, bool) {
 	return v, err == nil
 }
 
-// legacyInfo is the info file of a legacy F.lock/ directory (SPEC §4.5).
+// legacyInfo is the info file of a legacy F.lock/ directory, the shape an
+// older runtime's generic directory lock left.
 type legacyInfo struct {
 	Pid             int64
 	StartTime       string

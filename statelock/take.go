@@ -52,7 +52,7 @@ func unsafePath(l *locker, name string, mode fs.FileMode) error {
 		Detail: "it is " + what + ", not a lock anyone wrote; refusing to read, follow or remove it"}}
 }
 
-// takeRecord makes name our owner record (SPEC §4.2): create it; or, when a
+// takeRecord makes name our owner record: create it; or, when a
 // released tombstone is there, reuse its inode; or, when its owner is
 // provably dead, remove exactly the judged record and create again. It runs
 // under the transition claim (or, for the sidecar, with the claim directory

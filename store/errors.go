@@ -3,7 +3,7 @@ package store
 import "github.com/exactfs/exactfs"
 
 // Codes the store adds to the exactfs vocabulary. The security codes are the
-// ones the TypeScript peers report (SPEC §5.1).
+// ones the TypeScript peers report.
 const (
 	CodeOwnerMismatch   exactfs.Code = "owner_mismatch"
 	CodeModeMismatch    exactfs.Code = "mode_mismatch"

@@ -215,9 +215,9 @@ func (a *acquirer) fail(c exactfs.Code, cause error, what string) error {
 		Detail: fmt.Sprintf("%s after %d attempts in %v%s%s", what, a.attempts, time.Since(a.start).Round(time.Millisecond), sep, a.holder)}
 }
 
-// judgeLease applies the rules of SPEC §5.3 to a held record, and the
-// kernel attestation of §4.7 to one that claims it. f is the descriptor
-// the record's bytes were read through.
+// judgeLease applies the lease rules below to a held record, and the
+// kernel attestation (liveness.HoldAttestation) to one that claims it. f
+// is the descriptor the record's bytes were read through.
 //
 // A record released, or one whose lease expired and whose owner is
 // provably gone (another boot, no such process), is Dead; expiry alone

@@ -6,7 +6,7 @@ import (
 	"github.com/exactfs/exactfs/liveness"
 )
 
-// Defaults of the reference (SPEC §5.3).
+// Defaults of the reference's lease lock.
 const (
 	DefaultLeaseDuration     = 60 * time.Second
 	DefaultHeartbeatInterval = 10 * time.Second
@@ -20,7 +20,7 @@ const (
 // another exact unlink of the same record: Go acquirers serialize their
 // reclaims with flock, TypeScript peers do not), or the record of a
 // TypeScript peer that died between creating and writing it; the same age
-// rule as for the placeholders of SPEC §2.7 applies.
+// rule as for exact unlink placeholders (15 minutes) applies.
 const EmptyRecordAge = 15 * time.Minute
 
 // LeaseOption configures AcquireLease.

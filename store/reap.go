@@ -42,9 +42,9 @@ type ReapReport struct {
 // the reaper run forever.
 const maxReapDepth = 64
 
-// Reap removes crash residue in the store that is provably ours and inert
-// (SPEC §5.4), walking every directory of the store without following
-// links. Residue is recognized only by its private name (SPEC §2.7): exact
+// Reap removes crash residue in the store that is provably ours and inert,
+// walking every directory of the store without following links. Residue is
+// recognized only by its private name: exact
 // unlink placeholders, staging names ".<dest>.<uuid>.staging|.replacement",
 // and the quarantine names of the store and of lease reclaims. Such an
 // object is removed, by exact unlink of the identity just proved, only if it

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// LeaseRecord is the content of a lease lock file (SPEC §5.3). On disk it is
+// LeaseRecord is the content of a lease lock file. On disk it is
 // compact JSON followed by one newline, with the keys in the reference's
 // order: attemptId, pid, bootId, processStartId, createdAt, heartbeatAt,
 // leaseExpiresAt, released (only when true), and then the keys exactfs

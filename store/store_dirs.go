@@ -128,8 +128,9 @@ func (s *Store) List(rel string) ([]string, error) {
 	return names, nil
 }
 
-// isPrivateName reports whether name is a private residue name (SPEC §2.7)
-// or one of the store's quarantine names.
+// isPrivateName reports whether name is a private residue name (one of the
+// names exactfs and its TypeScript peers give crash residue) or one of the
+// store's quarantine names.
 func isPrivateName(name string) bool {
 	if _, ok := exactfs.StagingTarget(name); ok {
 		return true

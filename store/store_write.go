@@ -171,7 +171,7 @@ func (s *Store) ReadExpected(rel string) ([]byte, exactfs.Identity, error) {
 // the same device and inode, size, modification time and SHA-256 of the
 // bytes. The status change time is not compared: chmod, ACL tools, the
 // store's own security repair and even rename move it without changing the
-// file (SPEC §1 compares ctime only where a rule says so). The modification
+// file (exactfs compares ctime only where a rule says so). The modification
 // time is compared: a writer that rewrote the same bytes is still another
 // writer, and the compare must not be fooled by it (ABA).
 func SameFile(want, have exactfs.Identity) bool { return want.SameContent(have) }
