@@ -185,7 +185,7 @@ func explainSymlink(err error, name string, abs bool, comps []string) error {
 	if abs {
 		dir = "/" + dir
 	}
-	link, target, ok := firstSymlink(dir)
+	link, target, ok := SymlinkInPath(dir + "/")
 	if !ok {
 		return err
 	}
@@ -209,11 +209,18 @@ func explainSymlink(err error, name string, abs bool, comps []string) error {
 	return err
 }
 
-// firstSymlink finds the first symlink among dir and the directories above
-// it, from the top, after SystemPath has rewritten a trusted prefix (a
-// trusted system link is not the one refused). It only looks.
-func firstSymlink(dir string) (link, target string, ok bool) {
-	dir = SystemPath(filepath.Clean(dir))
+// SymlinkInPath finds the first symlink among the directories of path, from
+// the top, after SystemPath has rewritten a trusted system link at its
+// start: the symlink a reparse_point refusal of a directory in path is
+// about. The directories are those above path's last name, and the last
+// name too when path ends with a separator. It only looks, and reports
+// false when it finds no symlink (or the path has changed since).
+func SymlinkInPath(path string) (link, target string, ok bool) {
+	clean := SystemPath(filepath.Clean(path))
+	dir := filepath.Dir(clean)
+	if strings.HasSuffix(path, string(filepath.Separator)) || strings.HasSuffix(path, "/") {
+		dir = clean
+	}
 	var parts []string
 	for d := dir; ; d = filepath.Dir(d) {
 		parts = append(parts, d)
