@@ -4,6 +4,7 @@ package exactfs_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,16 @@ func TestLibraryFollowsVarLock(t *testing.T) {
 	st := fi.Sys().(*syscall.Stat_t)
 	if dev, ino := d.Inode(); dev != uint64(st.Dev) || ino != st.Ino {
 		t.Fatalf("OpenDir(/var/lock) opened %d:%d, not %s (%d:%d)", dev, ino, target, st.Dev, st.Ino)
+	}
+
+	// Beneath an opened directory the same name is not followed.
+	root, err := exactfs.OpenDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := root.OpenDir("var/lock"); !errors.Is(err, exactfs.ErrReparsePoint) {
+		t.Errorf(`OpenDir("/").OpenDir("var/lock"): %v, want reparse_point`, err)
 	}
 
 	h, err := statelock.Lock(context.Background(), "/var/lock/"+name)
