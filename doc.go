@@ -31,6 +31,41 @@
 // delete is listed in Error.Residue under names [StagingTarget] and
 // [PlaceholderPrefix] recognize.
 //
+// # System symlinks
+//
+// Operating systems put symlinks of their own on the paths people use for
+// state and lock files: Debian and Ubuntu make /var/lock and /var/run
+// symlinks to /run/lock and /run, and macOS makes /tmp, /var and /etc
+// symlinks into /private, so even [os.TempDir] is under one there. A path
+// a caller gives to this package (the path of [OpenDir], [Mkdir],
+// [WriteFile] and the other path-taking functions, and so the directory of
+// a statelock state file or of a store) may start with one of these names
+// ([SystemSymlinks]); [SystemPath] rewrites it to the same path under the
+// symlink's target before it is opened, but only when
+//
+//   - the symlink is owned by root;
+//   - every directory above it, and every directory above its target, is
+//     a real directory owned by root and writable by neither group nor
+//     others;
+//   - the target is a real directory owned by root (it may be writable by
+//     others, as /run/lock and /private/tmp are).
+//
+// Then only root can change where the name leads, and root can change
+// anything anyway; no other user can redirect such a path. This is the
+// rule of [os.OpenRoot] for its own path, made safe: the path that opens
+// the directory may pass through a trusted system link, the names beneath
+// an opened [Dir] never pass through any symlink, and a relative path is
+// never rewritten. Only the start of a path is rewritten, so a symlink
+// further along it is refused as any other. Where there is no root (Windows),
+// nothing is trusted.
+//
+// Every other symlink in a path is refused (reparse_point), and nothing is
+// touched. The message names the symlink and its target, says whether it is
+// a system link that failed the rule, and gives the path under the target,
+// which the caller can use if they trust where it leads; it never advises
+// removing the symlink. A directory that is opened stays bound to the inode
+// it was opened on: rewriting happens before the open, never after.
+//
 // What is not guaranteed:
 //
 //   - Protection from a process of the same user that sets out to defeat
@@ -46,8 +81,5 @@
 //     take turns only as far as their exchanges nest; within one process
 //     they are serialized. Callers that race many processes on one name
 //     (lock reclaimers) serialize them, as the state-file lock's claim does.
-//   - Paths through system symlinks: on macOS /var, /tmp and /etc are
-//     symlinks into /private, so a path under them is refused; name the
-//     /private path (filepath.EvalSymlinks of a prefix you trust).
 //   - Windows: every operation fails closed with "unsupported on windows".
 package exactfs

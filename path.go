@@ -147,7 +147,7 @@ func resolve(op string, start *Dir, name string) (handle, string, error) {
 	return p, comps[len(comps)-1], nil
 }
 
-// openPath opens the directory comps names beneath start (or beneath the
+// openPathNoFollow opens the directory comps names beneath start (or beneath the
 // root or the working directory, when start is nil). With start set and no
 // components it returns start's own descriptor, not owned.
 //
@@ -155,7 +155,7 @@ func resolve(op string, start *Dir, name string) (handle, string, error) {
 // fails for any reason, walk repeats it one component at a time, which
 // either succeeds (openat2 unavailable) or says exactly which component is
 // wrong. Both refuse a symlink in every component.
-func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, error) {
+func openPathNoFollow(op, name string, start *Dir, abs bool, comps []string) (handle, error) {
 	var borrowed handle
 	switch {
 	case start != nil && abs:

@@ -197,7 +197,7 @@ func runDemo(e *env, opts any, args []string) error {
 	}
 	// The demo's directory lives under a directory reached without symlinks,
 	// but for the system's own (macOS puts the temp dir under /var).
-	parent = resolveSystemSymlinks(parent)
+	parent = exactfs.SystemPath(parent)
 	pd, err := exactfs.OpenDir(parent)
 	if err != nil {
 		return err

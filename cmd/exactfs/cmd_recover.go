@@ -79,7 +79,7 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	stateFile := resolveSystemSymlinks(args[0])
+	stateFile := exactfs.SystemPath(args[0])
 	lockOpts := identityOptions(o.configRoot, o.hostLocal)
 	st, plan, err := inspectLock(stateFile, lockOpts, currentConfigRoot(o.configRoot), o.minAge)
 	w := e.stdout

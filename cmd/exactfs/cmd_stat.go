@@ -129,7 +129,7 @@ func identify(path string) (exactfs.Identity, string, error) {
 }
 
 func dirIdentity(path string) (exactfs.Identity, string, error) {
-	d, err := exactfs.OpenDir(resolveSystemSymlinks(path))
+	d, err := exactfs.OpenDir(exactfs.SystemPath(path))
 	if err != nil {
 		return exactfs.Identity{}, "", err
 	}

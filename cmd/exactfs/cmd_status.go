@@ -104,7 +104,7 @@ func runStatus(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	st, _, err := inspectLock(resolveSystemSymlinks(args[0]), identityOptions(o.configRoot, o.hostLocal), currentConfigRoot(o.configRoot), store.DefaultReapAge)
+	st, _, err := inspectLock(exactfs.SystemPath(args[0]), identityOptions(o.configRoot, o.hostLocal), currentConfigRoot(o.configRoot), store.DefaultReapAge)
 	if st == nil {
 		return err
 	}

@@ -15,10 +15,10 @@ import (
 // name is "" when path names a directory itself (".", "/", "dir/.."), which
 // only stat accepts.
 //
-// A trusted system symlink at the start of path (syslinks.go) is resolved
+// A trusted system symlink at the start of path (exactfs.SystemPath) is resolved
 // first; any other symlink is refused by the walk.
 func openParent(path string) (d *exactfs.Dir, name string, err error) {
-	clean := filepath.Clean(resolveSystemSymlinks(path))
+	clean := filepath.Clean(exactfs.SystemPath(path))
 	dir, base := filepath.Split(clean)
 	if base == "" || base == "." || base == ".." || base == string(filepath.Separator) {
 		return nil, "", nil

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs"
 )
 
 // TestLockRefusesMissingDirectory: a mistyped directory is an error that
@@ -191,12 +193,12 @@ func TestTimeoutNoneWaitsPastDefault(t *testing.T) {
 // symlink (Debian, Ubuntu), is usable; the lock lands in the target.
 func TestSystemSymlinkPrefix(t *testing.T) {
 	fi, err := os.Lstat("/var/lock")
-	if err != nil || fi.Mode()&os.ModeSymlink == 0 || !rootOwned(fi) {
-		t.Skip("/var/lock is not a root-owned symlink on this system")
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Skip("/var/lock is not a symlink on this system")
 	}
-	target, ok := trustedTarget("/var/lock")
-	if !ok {
-		t.Skipf("/var/lock leads through a directory not owned by root alone on this system")
+	target := exactfs.SystemPath("/var/lock")
+	if target == "/var/lock" {
+		t.Skipf("/var/lock is not a symlink the library trusts on this system (not root's alone)")
 	}
 	name := "exactfs-test-" + filepath.Base(t.TempDir())
 	lock := filepath.Join(target, name+".lock")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -287,9 +288,9 @@ func (m missingDirError) Unwrap() error { return m.err }
 
 // prepareStateFile is what a lock command does with STATEFILE before the
 // library sees it: a trusted system symlink on its path is resolved
-// (syslinks.go), and a missing directory is refused unless mkdir is set.
+// (exactfs.SystemPath), and a missing directory is refused unless mkdir is set.
 func prepareStateFile(stateFile string, mkdir bool) (string, error) {
-	p := resolveSystemSymlinks(stateFile)
+	p := exactfs.SystemPath(stateFile)
 	return p, checkStateDir(p, mkdir)
 }
 

@@ -1,13 +1,13 @@
 //go:build unix
 
-package main
+package exactfs
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// rootOwned reports whether fi, from Lstat, belongs to uid 0.
+// rootOwned reports whether fi, from os.Lstat, belongs to uid 0.
 func rootOwned(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid == 0
