@@ -71,7 +71,7 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: holder}, nil
 		}
 	}
-	hook.Fire(HookClaimTaken, l.path(l.claim))
+	hook.Fire(hook.LockClaimTaken, l.path(l.claim))
 	rec := l.newOwner()
 	h, ok, err := l.reuseSidecar(rec)
 	if !ok && err == nil {
@@ -261,7 +261,7 @@ func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 		return false, "", err
 	}
 	defer release()
-	hook.Fire(HookAfterClaimInspection, l.path(l.claim))
+	hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim))
 	tree, err := l.dir.CaptureTree(l.claim)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, "", nil
@@ -286,7 +286,7 @@ func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 			return false, "", err
 		}
 	}
-	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
+	hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim))
 	if err := treeRemoved(l.dir.RemoveTreeExact(l.claim, st.tree)); err != nil {
 		return false, "", err
 	}
@@ -431,12 +431,12 @@ func (l *locker) reclaimSupersededClaim() (bool, error) {
 	if s.released() || !v.dead() {
 		return false, nil
 	}
-	hook.Fire(HookAfterClaimInspection, l.path(l.claim))
+	hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim))
 	cur, err := l.capture(l.claim)
 	if err != nil || !sameRecord(cur.id, s.id) {
 		return false, nil
 	}
-	hook.Fire(HookBeforeClaimRemoval, l.path(l.claim))
+	hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim))
 	if err := exactRemoved(l.dir.UnlinkExact(l.claim, s.id, quarantineName())); err != nil {
 		return false, err
 	}

@@ -98,7 +98,7 @@ func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
 	if !v.stale {
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: v.holder}, nil
 	}
-	hook.Fire(HookAfterLegacyVerdict, l.path(l.lockName))
+	hook.Fire(hook.LockAfterLegacyVerdict, l.path(l.lockName))
 	after, err := l.dir.CaptureTree(l.lockName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil, nil
@@ -114,7 +114,7 @@ func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
 		}
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a stale legacy lock directory whose removal is blocked by " + blocked}, err
 	}
-	hook.Fire(HookBeforeLegacyRemoval, l.path(l.lockName))
+	hook.Fire(hook.LockBeforeLegacyRemoval, l.path(l.lockName))
 	err = l.dir.RemoveTreeExact(l.lockName, before)
 	switch {
 	case err == nil, errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrCleanupPending):

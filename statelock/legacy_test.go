@@ -128,7 +128,7 @@ func TestLegacyDirectoryReplacedAfterVerdict(t *testing.T) {
 	e := newEnv(t)
 	e.legacyDir(t, legacyInfoFor(4242, e.host.ID), time.Minute)
 	var successor map[string]fileState
-	defer hook.Set(HookAfterLegacyVerdict, hook.Once(func(string) {
+	defer hook.Set(hook.LockAfterLegacyVerdict, hook.Once(func(string) {
 		os.RemoveAll(e.lock)
 		os.Mkdir(e.lock, 0o700)
 		os.WriteFile(filepath.Join(e.lock, "info"), legacyInfoFor(os.Getppid(), e.host.ID), 0o600)

@@ -389,7 +389,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 }
 
 func (l *locker) releaseRecord(r *heldRecord) error {
-	hook.Fire(HookBeforeRelease, l.lockPath)
+	hook.Fire(hook.LockBeforeRelease, l.lockPath)
 	// The proof through our own descriptor and an lstat of the name
 	// (provenAt) is the capture through the pathname minus the open: our
 	// inode still holds exactly our bytes, with the identity we recorded
@@ -407,7 +407,7 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 				errRecordChanged, l.lockName, l.describe(cur, v))
 		}
 	}
-	hook.Fire(HookAfterOwnerValidation, l.lockPath)
+	hook.Fire(hook.LockAfterOwnerValidation, l.lockPath)
 	// The proof above showed the pathname names our inode with exactly our
 	// bytes; reading them again through our descriptor would prove nothing
 	// new, and the identity of the tombstone is of no use to anyone (so no

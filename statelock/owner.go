@@ -95,7 +95,7 @@ type heldRecord struct {
 // An EEXIST from the create comes back unchanged so callers can tell
 // contention from failure.
 func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
-	if fault(HookCreateInPlace, l.path(name)) == nil {
+	if fault(hook.LockCreateInPlace, l.path(name)) == nil {
 		h, err := l.publishRecord(name, rec)
 		if !errors.Is(err, exactfs.ErrAtomicUnavailable) {
 			return h, err
@@ -170,8 +170,8 @@ func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []by
 		return rec, nil, err
 	}
 	data := rec.Encode()
-	hook.Fire(HookOwnerRecordWrite, l.path(name))
-	if err := fault(HookOwnerRecordWrite, l.path(name)); err != nil {
+	hook.Fire(hook.LockOwnerRecordWrite, l.path(name))
+	if err := fault(hook.LockOwnerRecordWrite, l.path(name)); err != nil {
 		return rec, data, err
 	}
 	_, err = f.WriteAt(data, 0)
@@ -379,7 +379,7 @@ func writeAll(f *os.File, path string, data []byte, size int64) error {
 	if _, err := f.WriteAt(padTo(data, size), 0); err != nil {
 		return err
 	}
-	hook.Fire(HookRewriteBeforeTruncate, path)
+	hook.Fire(hook.LockRewriteBeforeTruncate, path)
 	if int64(len(data)) >= size {
 		return nil // the write replaced every byte and set the length
 	}

@@ -75,7 +75,7 @@ func TestNewcomerDoesNotTakeClaimWhileHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	var taken atomic.Int32
-	defer hook.Set(HookClaimTaken, func(string) { taken.Add(1) })()
+	defer hook.Set(hook.LockClaimTaken, func(string) { taken.Add(1) })()
 	done := make(chan error, 1)
 	go func() {
 		w, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)

@@ -98,7 +98,7 @@ func TestReclaimersRaceOneCrashedClaim(t *testing.T) {
 	claimIno := inode(t, e.claim)
 	var second, third error
 	secondRan, thirdRan := false, false
-	defer hook.Set(HookBeforeClaimRemoval, func(string) {
+	defer hook.Set(hook.LockBeforeClaimRemoval, func(string) {
 		if secondRan {
 			return
 		}

@@ -23,7 +23,7 @@ func TestRewriteKilledBeforeTruncateLeavesValidRecord(t *testing.T) {
 	live := mustRead(t, e.lock)
 	var frozen [][]byte
 	lockFrozen := false
-	defer hook.Set(HookRewriteBeforeTruncate, func(path string) {
+	defer hook.Set(hook.LockRewriteBeforeTruncate, func(path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Errorf("the hook names %s, which cannot be read: %v", path, err)

@@ -43,7 +43,7 @@ func TestSpareClaimIsRecycled(t *testing.T) {
 	lockCycle(t, e)
 	ino := inode(t, e.spare())
 	var taken []uint64
-	defer hook.Set(HookClaimTaken, func(string) { taken = append(taken, inode(t, e.claim)) })()
+	defer hook.Set(hook.LockClaimTaken, func(string) { taken = append(taken, inode(t, e.claim)) })()
 	lockCycle(t, e)
 	if len(taken) != 2 || taken[0] != ino || taken[1] != ino {
 		t.Fatalf("claims taken with inodes %v, want both %d (the spare's)", taken, ino)
@@ -70,7 +70,7 @@ func TestSpareClaimLooksNew(t *testing.T) {
 	var contender error
 	var claimIno uint64
 	fired := false // not hook.Once: the contender fires the hook again if it takes the claim
-	defer hook.Set(HookClaimTaken, func(string) {
+	defer hook.Set(hook.LockClaimTaken, func(string) {
 		if fired {
 			return
 		}
@@ -168,7 +168,7 @@ func TestClaimWrittenIntoIsNotRecycled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hook.Set(HookBeforeRelease, hook.Once(func(string) {
+	defer hook.Set(hook.LockBeforeRelease, hook.Once(func(string) {
 		os.WriteFile(filepath.Join(e.claim, "foreign"), []byte("x"), 0o600)
 	}))()
 	if err := h.Unlock(); err == nil {
@@ -241,7 +241,7 @@ func TestKilledRightAfterTakingSpare(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := workerCmd(ctx, "killat", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_KILL_HOOK="+HookClaimTaken, "STATELOCK_KILL_IN="+in)
+				"STATELOCK_KILL_HOOK="+hook.LockClaimTaken, "STATELOCK_KILL_IN="+in)
 			cmd.Stderr = os.Stderr
 			err := cmd.Run()
 			var ee *exec.ExitError

@@ -110,7 +110,7 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 			return nil, nil, unsafePath(l, name, fi.Mode())
 		}
 		if !sidecar {
-			hook.Fire(HookAfterTypeDecision, l.path(name))
+			hook.Fire(hook.LockAfterTypeDecision, l.path(name))
 		}
 		f, s, err := l.openCapture(name)
 		switch {
@@ -166,14 +166,14 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 // this call just loses the race and the caller tries again.
 func (l *locker) removeJudged(name string, judged *snapshot, hooks bool) error {
 	if hooks {
-		hook.Fire(HookAfterStaleInspection, l.path(name))
+		hook.Fire(hook.LockAfterStaleInspection, l.path(name))
 	}
 	cur, err := l.capture(name)
 	if err != nil || !sameRecord(cur.id, judged.id) {
 		return nil
 	}
 	if hooks {
-		hook.Fire(HookBeforeStaleRemoval, l.path(name))
+		hook.Fire(hook.LockBeforeStaleRemoval, l.path(name))
 	}
 	return exactRemoved(l.dir.UnlinkExact(name, judged.id, quarantineName()))
 }

@@ -130,7 +130,7 @@ func TestStaleReplacedAfterInspection(t *testing.T) {
 	e := newEnv(t)
 	e.tsRecord(t, 4242, e.host.ID, 0)
 	var successor fileState
-	defer hook.Set(HookAfterStaleInspection, hook.Once(func(string) {
+	defer hook.Set(hook.LockAfterStaleInspection, hook.Once(func(string) {
 		os.Remove(e.lock)
 		e.tsRecord(t, os.Getppid(), e.host.ID, 0)
 		successor = stateOf(t, e.lock)
@@ -157,7 +157,7 @@ func TestBaseWriterRecreatesBeforeRemoval(t *testing.T) {
 	e := newEnv(t)
 	e.tsRecord(t, 4242, e.host.ID, 0)
 	var successor fileState
-	defer hook.Set(HookBeforeStaleRemoval, hook.Once(func(string) {
+	defer hook.Set(hook.LockBeforeStaleRemoval, hook.Once(func(string) {
 		os.Remove(e.lock)
 		r := &Record{Pid: int64(os.Getppid()), StartTime: "1", Token: "base", HostID: e.host.ID}
 		f, err := os.OpenFile(e.lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
@@ -246,7 +246,7 @@ func TestSwapAfterTypeDecision(t *testing.T) {
 			e.tsRecord(t, os.Getppid(), e.host.ID, 0)
 			target := filepath.Join(t.TempDir(), "precious")
 			os.WriteFile(target, []byte("do not touch"), 0o600)
-			defer hook.Set(HookAfterTypeDecision, hook.Once(func(string) {
+			defer hook.Set(hook.LockAfterTypeDecision, hook.Once(func(string) {
 				os.Remove(e.lock)
 				swap(e, target)
 			}))()
@@ -269,10 +269,10 @@ func TestSwapAfterTypeDecision(t *testing.T) {
 // where there is no no-replace rename) instead of published whole.
 func faultsFor(e *testEnv, inPlace bool, f func() error) func(point, path string) error {
 	return func(point, path string) error {
-		if point == HookCreateInPlace && inPlace {
+		if point == hook.LockCreateInPlace && inPlace {
 			return errors.New("forced")
 		}
-		if point == HookOwnerRecordWrite && filepath.Base(path) == filepath.Base(e.lock) {
+		if point == hook.LockOwnerRecordWrite && filepath.Base(path) == filepath.Base(e.lock) {
 			return f()
 		}
 		return nil
@@ -347,7 +347,7 @@ func TestPublishLosesToSuccessor(t *testing.T) {
 	e := newEnv(t)
 	var successor fileState
 	planted := false
-	defer hook.Set(HookOwnerRecordWrite, func(p string) {
+	defer hook.Set(hook.LockOwnerRecordWrite, func(p string) {
 		if planted || filepath.Base(p) != filepath.Base(e.lock) {
 			return
 		}
@@ -367,7 +367,7 @@ func TestPublishLosesToSuccessor(t *testing.T) {
 func TestReleaseFindsRecordReplaced(t *testing.T) {
 	e := newEnv(t)
 	var successor fileState
-	defer hook.Set(HookAfterOwnerValidation, hook.Once(func(string) {
+	defer hook.Set(hook.LockAfterOwnerValidation, hook.Once(func(string) {
 		os.Remove(e.lock)
 		e.tsRecord(t, os.Getppid(), e.host.ID, 0)
 		successor = stateOf(t, e.lock)
@@ -656,7 +656,7 @@ func TestKernelVerdictBoundToCapturedInode(t *testing.T) {
 			live.Close()
 		}
 	}()
-	defer hook.Set(HookAfterStaleInspection, hook.Once(func(string) {
+	defer hook.Set(hook.LockAfterStaleInspection, hook.Once(func(string) {
 		os.Remove(e.lock)
 		f, err := os.OpenFile(e.lock, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 		if err != nil {

@@ -82,3 +82,49 @@ const (
 	// before the secret is read or created in it.
 	SecretRootChecked = "liveness.secret.root-checked"
 )
+
+// The hook points of package statelock, at the race windows of its
+// protocol. Tests set them to swap, plant or kill exactly there.
+const (
+	// LockAfterTypeDecision fires after lstat decided F.lock is a regular
+	// file, before it is opened.
+	LockAfterTypeDecision = "statelock.after-type-decision"
+	// LockAfterStaleInspection fires after a stale verdict on F.lock,
+	// before the re-capture that must match it.
+	LockAfterStaleInspection = "statelock.after-stale-inspection"
+	// LockBeforeStaleRemoval fires after the re-capture matched,
+	// immediately before the exact unlink.
+	LockBeforeStaleRemoval = "statelock.before-stale-removal"
+	// LockOwnerRecordWrite fires inside a new owner record's write: the
+	// file is created and locked, its bytes are not written yet.
+	LockOwnerRecordWrite = "statelock.owner-record-write"
+	// LockCreateInPlace is a fault point only (statelock's faultAt):
+	// failing it makes new records be created in place, as on a
+	// filesystem without no-replace rename.
+	LockCreateInPlace = "statelock.create-in-place"
+	// LockClaimTaken fires when the claim directory was just taken (made,
+	// or a spare renamed onto the name), before its sidecar is written.
+	LockClaimTaken = "statelock.claim-taken"
+	// LockAfterClaimInspection fires after the stale verdict on a
+	// transition claim, before its re-capture.
+	LockAfterClaimInspection = "statelock.after-claim-inspection"
+	// LockBeforeClaimRemoval fires immediately before the exact removal
+	// of a stale claim directory.
+	LockBeforeClaimRemoval = "statelock.before-claim-removal"
+	// LockAfterLegacyVerdict fires after the stale verdict on a legacy
+	// F.lock/ directory, before the second capture.
+	LockAfterLegacyVerdict = "statelock.after-legacy-verdict"
+	// LockBeforeLegacyRemoval fires immediately before the exact removal
+	// of a legacy directory.
+	LockBeforeLegacyRemoval = "statelock.before-legacy-removal"
+	// LockBeforeRelease fires in Unlock, under the claim, before the held
+	// record is re-captured.
+	LockBeforeRelease = "statelock.before-release"
+	// LockRewriteBeforeTruncate fires in an in-place rewrite, after the
+	// new (padded) bytes were written and before the file is cut to their
+	// length.
+	LockRewriteBeforeTruncate = "statelock.rewrite-before-truncate"
+	// LockAfterOwnerValidation fires in Unlock, after the held record was
+	// proved ours, before its rewrite.
+	LockAfterOwnerValidation = "statelock.after-owner-validation"
+)
