@@ -13,11 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// HookCommitAnswerLost (package internal/hook), when set, makes commit treat
-// the answer of each commit transaction as lost after it was sent, so tests
-// can prove that a commit whose answer is lost is resolved, not re-run.
-const HookCommitAnswerLost = "etcd.commit-answer-lost"
-
 var errAnswerLost = status.Error(codes.Unavailable, "the answer of the commit was lost (test seam)")
 
 // Commit describes an Update that wrote.
@@ -98,11 +93,11 @@ func (h *Held) commit(ctx context.Context, val []byte) (int64, error) {
 			Else(clientv3.OpGet(h.myKey), clientv3.OpGet(key, clientv3.WithKeysOnly())).
 			Commit()
 		acancel()
-		if err == nil && hook.IsSet(HookCommitAnswerLost) {
+		if err == nil && hook.IsSet(hook.EtcdCommitAnswerLost) {
 			// Test seam: the commit was applied (or refused) but its
 			// answer is treated as lost, as when the member dies right
 			// after the leader applied it.
-			hook.Fire(HookCommitAnswerLost, key)
+			hook.Fire(hook.EtcdCommitAnswerLost, key)
 			r, err = nil, errAnswerLost
 		}
 		switch {

@@ -36,7 +36,7 @@ func TestCommitWithLostAnswerIsResolved(t *testing.T) {
 		l := newLock("/e2e/resolve/once")
 		var restore func()
 		lost := 0
-		restore = hook.Set(etcd.HookCommitAnswerLost, func(string) { lost++; restore() })
+		restore = hook.Set(hook.EtcdCommitAnswerLost, func(string) { lost++; restore() })
 		defer restore()
 		calls := 0
 		cm, err := l.UpdateCommit(ctx, func(old []byte) ([]byte, error) { calls++; return []byte("v1"), nil })
@@ -51,7 +51,7 @@ func TestCommitWithLostAnswerIsResolved(t *testing.T) {
 
 	t.Run("no answer ever, write applied", func(t *testing.T) {
 		l := newLock("/e2e/resolve/never", etcd.WithOpTimeout(2*time.Second))
-		restore := hook.Set(etcd.HookCommitAnswerLost, func(string) {})
+		restore := hook.Set(hook.EtcdCommitAnswerLost, func(string) {})
 		defer restore()
 		calls := 0
 		cm, err := l.UpdateCommit(ctx, func(old []byte) ([]byte, error) { calls++; return []byte("v2"), nil })
@@ -69,7 +69,7 @@ func TestCommitWithLostAnswerIsResolved(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := newLock(key, etcd.WithOpTimeout(2*time.Second))
-		restore := hook.Set(etcd.HookCommitAnswerLost, func(string) {})
+		restore := hook.Set(hook.EtcdCommitAnswerLost, func(string) {})
 		defer restore()
 		calls := 0
 		_, err := l.UpdateCommit(ctx, func(old []byte) ([]byte, error) {

@@ -128,3 +128,12 @@ const (
 	// proved ours, before its rewrite.
 	LockAfterOwnerValidation = "statelock.after-owner-validation"
 )
+
+// The hook points of the etcd backend (nested module etcd/).
+const (
+	// EtcdCommitAnswerLost, when set, makes the etcd backend's commit treat
+	// the answer of each commit transaction as lost after it was sent, so
+	// tests can prove that a commit whose answer is lost is resolved, not
+	// re-run.
+	EtcdCommitAnswerLost = "etcd.commit-answer-lost"
+)
