@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -91,14 +92,43 @@ func runDemoWorker(e *env, opts any, args []string) error {
 		return err
 	}
 	defer log.Close()
-	emit := func(format string, a ...any) {
-		// One Write per line: the controller may SIGKILL us at any instant.
-		os.Stdout.WriteString(fmt.Sprintf(format, a...) + "\n")
+	w := &demoWorkerRun{
+		o:     o,
+		log:   log,
+		armed: watchArm(),
+		lockOpts: []statelock.Option{
+			statelock.WithHostIdentity(liveness.FixedHostIdentity(o.hostID)),
+			statelock.WithWait(o.wait),
+		},
 	}
-	// The controller arms us for a kill by writing "arm" on stdin: the next
-	// critical section then pauses, holding the lock, until the SIGKILL
-	// arrives. Stdin closing means the controller is gone: stop.
-	var armed atomic.Bool
+	for k := o.from; k < o.to; k++ {
+		if err := w.apply(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demoWorkerRun is one incarnation of a demo worker.
+type demoWorkerRun struct {
+	o        *demoWorkerOptions
+	log      *holdlog.Log
+	armed    *atomic.Bool // set by watchArm: pause in the next critical section
+	lockOpts []statelock.Option
+}
+
+// demoEmit writes one worker event line.
+func demoEmit(format string, a ...any) {
+	// One Write per line: the controller may SIGKILL us at any instant.
+	os.Stdout.WriteString(fmt.Sprintf(format, a...) + "\n")
+}
+
+// watchArm reads the controller's commands on stdin. The controller arms us
+// for a kill by writing "arm": the next critical section then
+// pauses, holding the lock, until the SIGKILL arrives. Stdin closing means
+// the controller is gone: stop.
+func watchArm() *atomic.Bool {
+	armed := new(atomic.Bool)
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
@@ -108,68 +138,82 @@ func runDemoWorker(e *env, opts any, args []string) error {
 		}
 		os.Exit(3)
 	}()
-	lockOpts := []statelock.Option{
-		statelock.WithHostIdentity(liveness.FixedHostIdentity(o.hostID)),
-		statelock.WithWait(o.wait),
-	}
-	for k := o.from; k < o.to; k++ {
-		id := strconv.Itoa(o.worker) + "." + strconv.Itoa(k)
-		for {
-			var dup bool
-			t0, err := holdlog.Now()
-			if err != nil {
-				return err
-			}
-			err = statelock.Update(context.Background(), o.state, func(old []byte) ([]byte, error) {
-				t1, _ := holdlog.Now()
-				if err := log.Enter(); err != nil {
-					return nil, err
-				}
-				emit("enter %d %d %d", k, t1, t1-t0)
-				if armed.Load() {
-					emit("paused %d", k)
-					time.Sleep(10 * time.Second)
-					return nil, errors.New("armed for a kill, but no SIGKILL came within 10s")
-				}
-				st, err := parseDemoState(old)
-				if err != nil {
-					return nil, err
-				}
-				// A restarted worker redoes the update its killed
-				// predecessor may have written but never saw acknowledged;
-				// the id makes that redo a no-op (exactly once).
-				dup = false
-				for _, a := range st.Applied {
-					if a == id {
-						dup = true
-						break
-					}
-				}
-				if !dup {
-					st.Applied = append(st.Applied, id)
-					st.Updates++
-				}
-				next, err := json.Marshal(st)
-				if err != nil {
-					return nil, err
-				}
-				if err := log.Exit(); err != nil {
-					return nil, err
-				}
-				t2, _ := holdlog.Now()
-				emit("done %d %d", k, t2)
-				return next, nil
-			}, lockOpts...)
-			if errors.Is(err, statelock.ErrLocked) {
-				emit("retry %d %s", k, "wait budget ran out")
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			emit("ack %d %s", k, map[bool]string{true: "dup", false: "new"}[dup])
-			break
+	return armed
+}
+
+// apply applies update k, trying again each time the lock wait runs out,
+// and reports its acknowledgement.
+func (w *demoWorkerRun) apply(k int) error {
+	for {
+		dup, err := w.attempt(k)
+		if errors.Is(err, statelock.ErrLocked) {
+			demoEmit("retry %d %s", k, "wait budget ran out")
+			continue
 		}
+		if err != nil {
+			return err
+		}
+		demoEmit("ack %d %s", k, map[bool]string{true: "dup", false: "new"}[dup])
+		return nil
 	}
-	return nil
+}
+
+// attempt is one statelock.Update for update k. dup reports that the state
+// file already held the update's id (a killed predecessor wrote it).
+func (w *demoWorkerRun) attempt(k int) (dup bool, err error) {
+	id := strconv.Itoa(w.o.worker) + "." + strconv.Itoa(k)
+	t0, err := holdlog.Now()
+	if err != nil {
+		return false, err
+	}
+	err = statelock.Update(context.Background(), w.o.state, func(old []byte) ([]byte, error) {
+		next, d, err := w.critical(k, id, t0, old)
+		dup = d
+		return next, err
+	}, w.lockOpts...)
+	return dup, err
+}
+
+// critical is the critical section of update k, run holding the lock: it
+// logs the hold interval (enter to exit), pauses for the kill when armed,
+// and returns the state with id appended unless it is there already.
+// t0 is when the attempt began waiting for the lock.
+func (w *demoWorkerRun) critical(k int, id string, t0 int64, old []byte) (next []byte, dup bool, err error) {
+	t1, _ := holdlog.Now()
+	if err := w.log.Enter(); err != nil {
+		return nil, false, err
+	}
+	demoEmit("enter %d %d %d", k, t1, t1-t0)
+	if w.armed.Load() {
+		demoEmit("paused %d", k)
+		time.Sleep(10 * time.Second)
+		return nil, false, errors.New("armed for a kill, but no SIGKILL came within 10s")
+	}
+	st, err := parseDemoState(old)
+	if err != nil {
+		return nil, false, err
+	}
+	st, dup = appendOnce(st, id)
+	next, err = json.Marshal(st)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := w.log.Exit(); err != nil {
+		return nil, false, err
+	}
+	t2, _ := holdlog.Now()
+	demoEmit("done %d %d", k, t2)
+	return next, dup, nil
+}
+
+// appendOnce appends id to st unless st lists it already (dup). A restarted
+// worker redoes the update its killed predecessor may have written but never
+// saw acknowledged; the id makes that redo a no-op (exactly once).
+func appendOnce(st demoState, id string) (_ demoState, dup bool) {
+	if slices.Contains(st.Applied, id) {
+		return st, true
+	}
+	st.Applied = append(st.Applied, id)
+	st.Updates++
+	return st, false
 }

@@ -1,0 +1,189 @@
+package statelock
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// heldRecord is an owner record this process wrote and holds: the open
+// read-write descriptor (which carries the OFD lock, so the kernel vouches
+// for us while it is open) and the identity of the bytes we wrote.
+type heldRecord struct {
+	name string
+	f    *os.File
+	id   exactfs.Identity // for a sidecar taken by reuseReleased, only Dev and Ino
+	data []byte
+	rec  *Record
+}
+
+// createRecord takes name with an exclusive create and writes rec into it.
+//
+// The OFD lock is taken on the creating descriptor before any byte is
+// written: a record that carries our kernel evidence fields is then never
+// visible without the lock that backs them. If the write fails, the record
+// is retracted only while the creating descriptor is still open and the
+// pathname still names that same inode: after a fault the
+// pathname may already belong to a successor, which must keep it.
+//
+// An EEXIST from the create comes back unchanged so callers can tell
+// contention from failure.
+func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
+	if fault(hook.LockCreateInPlace, l.path(name)) == nil {
+		h, err := l.publishRecord(name, rec)
+		if !errors.Is(err, exactfs.ErrAtomicUnavailable) {
+			return h, err
+		}
+	}
+	return l.createInPlace(name, rec)
+}
+
+// publishRecord creates the record whole: under a private staging name it
+// is created, locked (OFD) and written, and only then given its name by a
+// no-replace rename. So no process ever sees our record empty or torn,
+// and a holder killed at any instant leaves either no record or a whole
+// one whose kernel lock dies with it; nothing that only a person could
+// clear. (A record created in place, as the reference does, is empty
+// between the create and the write: a kill there leaves a malformed record
+// that no rule may reclaim.) The rename is not fsynced: see the package
+// documentation. Where the filesystem has no no-replace rename this
+// returns atomic_unavailable and the caller creates in place.
+func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
+	// Nearly always the name exists (a tombstone to reuse): say so at the
+	// cost of one lstat, before staging anything.
+	if _, err := l.dir.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			err = &fs.PathError{Op: "create", Path: l.path(name), Err: syscall.EEXIST}
+		}
+		return nil, err
+	}
+	stage := "." + name + "." + exactfs.NewUUID() + ".staging"
+	f, err := l.dir.OpenFile(stage, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	rec, data, err := l.writeFresh(f, name, rec)
+	var id exactfs.Identity
+	if err == nil {
+		id, err = writtenIdentity(f, data)
+	}
+	if err == nil {
+		_, err = l.dir.RenameNoReplace(stage, name)
+	}
+	if err == nil {
+		// The name must now be our inode (the rename moved exactly it).
+		var fi fs.FileInfo
+		if fi, err = l.dir.Lstat(name); err == nil {
+			if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+				err = fmt.Errorf("%w: %s is not the record we published", errRecordChanged, l.path(name))
+			} else {
+				id.CtimeNs = at.CtimeNs
+			}
+		}
+		if err == nil {
+			return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
+		}
+		f.Close()
+		return nil, err
+	}
+	// Not published: remove our staged file, which nobody else can know.
+	if _, sid, cerr := exactfs.CaptureFile(f); cerr == nil {
+		l.dir.UnlinkExact(stage, sid, quarantineName())
+	}
+	f.Close()
+	return nil, err
+}
+
+// writeFresh is the step both ways of creating a record share: take the
+// OFD lock on f, a file we have just created (or the record without the
+// kernel fields where there are no OFD locks), then write rec into it, with
+// the hook and fault seams of that write. It returns the record as written.
+func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []byte, error) {
+	rec, err := lockOrPlain(f, rec)
+	if err != nil {
+		return rec, nil, err
+	}
+	data := rec.Encode()
+	hook.Fire(hook.LockOwnerRecordWrite, l.path(name))
+	if err := fault(hook.LockOwnerRecordWrite, l.path(name)); err != nil {
+		return rec, data, err
+	}
+	_, err = f.WriteAt(data, 0)
+	return rec, data, err
+}
+
+// createInPlace is the reference's create: O_EXCL on the name itself, then
+// the write, with the retraction rules of createRecord when the write fails.
+func (l *locker) createInPlace(name string, rec *Record) (*heldRecord, error) {
+	f, err := l.dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, created, err := exactfs.CaptureFile(f)
+	var data []byte
+	if err == nil {
+		rec, data, err = l.writeFresh(f, name, rec)
+	}
+	var id exactfs.Identity
+	if err == nil {
+		var got []byte
+		got, id, err = exactfs.CaptureFile(f)
+		if err == nil && !bytes.Equal(got, data) {
+			err = fmt.Errorf("owner record %s did not land as written", l.path(name))
+		}
+	}
+	if err != nil {
+		if rerr := l.retract(name, f, created); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("and its retraction failed: %w", rerr))
+		}
+		f.Close()
+		return nil, err
+	}
+	return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
+}
+
+// retract removes the record a failed write left, and only that record: f
+// is still open on it (so its inode cannot have been recycled for a
+// successor), and a fresh capture of the pathname must be that inode.
+// Anything short of that proof leaves the pathname to the stale protocol.
+func (l *locker) retract(name string, f *os.File, created exactfs.Identity) error {
+	_, still, err := exactfs.CaptureFile(f)
+	if err != nil || !still.SameInode(created) {
+		return nil
+	}
+	cur, err := l.capture(name)
+	if err != nil || !cur.id.SameInode(created) {
+		return nil
+	}
+	err = l.dir.UnlinkExact(name, cur.id, quarantineName())
+	if errors.Is(err, exactfs.ErrNotFound) || errors.Is(err, exactfs.ErrIdentityMismatch) {
+		return nil
+	}
+	return err
+}
+
+// quarantineName is the private name exact unlink detaches an owner record
+// to; TypeScript peers skip it when they scan the directory.
+func quarantineName() string {
+	return ".gjc-delete-session-state-lock-" + exactfs.NewUUID() + ".json"
+}
+
+// lockOrPlain takes the OFD lock on f for rec. Where the filesystem takes
+// no OFD locks, the record is written without the kernel evidence fields:
+// a record that claims a kernel lock it does not hold would read as dead to
+// every contender whose F_OFD_GETLK answers, so it must not claim one.
+func lockOrPlain(f *os.File, rec *Record) (*Record, error) {
+	err := ofdLock(f)
+	if errors.Is(err, errOFDUnsupported) {
+		plain := *rec
+		plain.PidfdIno, plain.PidNS, plain.BootID = 0, 0, ""
+		return &plain, nil
+	}
+	return rec, err
+}

@@ -1,0 +1,152 @@
+package statelock
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+)
+
+// errRecordChanged means the record at a name is no longer the one a
+// decision was made from; whatever is there now is left alone.
+var errRecordChanged = errors.New("owner record changed")
+
+// rewrite replaces the bytes of the record f is open on, in place: the
+// bytes and identity read through f must equal want; truncate, write,
+// truncate to length; then the pathname must still name the same inode with
+// exactly the new bytes. A write that fails half way puts the
+// old bytes back through the same descriptor.
+//
+// There is deliberately no fsync: see the package documentation.
+//
+// checked says the caller captured want through f itself a moment ago, so
+// the bytes need not be read again first.
+func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, error) {
+	if !checked {
+		_, cur, err := exactfs.CaptureFile(f)
+		if err != nil {
+			return exactfs.Identity{}, err
+		}
+		if !sameRecord(cur, want) {
+			return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
+		}
+	}
+	// want.Size is the size of the inode now: proved through f just above,
+	// or by the caller's capture (checked), and nobody writes into it in
+	// between (every in-place writer of a record holds the claim, and of
+	// the sidecar also its OFD lock).
+	if err := overwrite(f, l.path(name), want.Size, old, data); err != nil {
+		return exactfs.Identity{}, err
+	}
+	// The inode f is open on holds exactly data: every in-place writer of a
+	// record (exactfs and the reference alike) holds the claim, which is
+	// ours, and a base writer only ever creates a new inode; so one fstat
+	// gives the identity (writtenIdentity) without reading our own bytes
+	// back. The pathname must still name that inode (lstat): a base writer
+	// may have replaced the name, never the bytes.
+	id, err := writtenIdentity(f, data)
+	if err != nil {
+		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	if err := l.stillNames(name, id); err != nil {
+		return exactfs.Identity{}, err
+	}
+	return id, nil
+}
+
+// stillNames checks, after an in-place write, that name still names the
+// inode of id (an lstat).
+func (l *locker) stillNames(name string, id exactfs.Identity) error {
+	fi, err := l.dir.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+	}
+	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+		return fmt.Errorf("%w after rewrite: %s now names another record", errRecordChanged, l.path(name))
+	}
+	return nil
+}
+
+// overwrite makes data the content of f, whose current size is size (< 0:
+// unknown), putting old back if the write fails half way. It is rewrite
+// without rewrite's proofs, for callers that make the proofs they need
+// themselves: the sidecar of a claim we hold, which nobody else writes,
+// renames or removes meanwhile (reuseReleased, releaseClaim), and the
+// release of F.lock (releaseRecord).
+func overwrite(f *os.File, path string, size int64, old, data []byte) error {
+	if err := writeAll(f, path, data, size); err != nil {
+		if rerr := writeAll(f, path, old, -1); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
+		}
+		return err
+	}
+	return nil
+}
+
+// provenAt proves that name names the inode f is open on (want's) and that
+// this inode holds exactly data: the bytes and identity are read through f,
+// then an lstat of name must show the same inode. It returns the identity.
+func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data []byte) (exactfs.Identity, error) {
+	got, id, err := readHeld(f)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if !id.SameInode(want) || !bytes.Equal(got, data) {
+		return exactfs.Identity{}, errors.New("the inode no longer holds the bytes written")
+	}
+	fi, err := l.dir.Lstat(name)
+	if err != nil {
+		return exactfs.Identity{}, err
+	}
+	if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
+		return exactfs.Identity{}, errors.New("it now names another record")
+	}
+	return id, nil
+}
+
+// writeAll makes data the whole content of f: write at offset 0, then cut
+// the file to that length (one system call fewer than the reference's
+// truncate, write, truncate; no cut when data is at least as long as what
+// it replaces, as an owner record over a tombstone is). Where the old
+// content is longer, the new bytes are followed by spaces up to its length:
+// JSON parsers on both sides accept trailing white space, so a holder
+// killed between the write and the truncate leaves a whole, valid record,
+// never the new bytes followed by a torn tail of the old ones, which no
+// rule could ever reclaim. After the truncate the bytes are exactly data.
+//
+// size is the current size of f, as proved by the caller; < 0: unknown,
+// then f is stat'ed. path names the record, for the hook (f's own name may
+// be the staging name it was created under).
+func writeAll(f *os.File, path string, data []byte, size int64) error {
+	if size < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		size = fi.Size()
+	}
+	if _, err := f.WriteAt(padTo(data, size), 0); err != nil {
+		return err
+	}
+	hook.Fire(hook.LockRewriteBeforeTruncate, path)
+	if int64(len(data)) >= size {
+		return nil // the write replaced every byte and set the length
+	}
+	return f.Truncate(int64(len(data)))
+}
+
+// padTo returns data followed by spaces up to size bytes.
+func padTo(data []byte, size int64) []byte {
+	if size <= int64(len(data)) {
+		return data
+	}
+	buf := make([]byte, size)
+	copy(buf, data)
+	for i := len(data); i < len(buf); i++ {
+		buf[i] = ' '
+	}
+	return buf
+}
