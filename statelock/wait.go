@@ -34,6 +34,9 @@ import (
 //
 // The watch is an optimization only: every sleep is still bounded by the
 // backoff, so a missed or coalesced event costs at most 100 ms.
+//
+// Where there is no inotify (every platform but Linux), internal/sys's
+// InotifyInit fails, newWaker returns nil, and every wait is a timed sleep.
 type waker struct {
 	f      *os.File
 	fd     int
