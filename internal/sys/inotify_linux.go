@@ -29,7 +29,12 @@ func InotifyInit() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | un
 // instance fd and returns its watch descriptor. The errno is returned
 // unchanged.
 func InotifyAddWatch(fd int, path string, mask uint32) (int, error) {
-	return unix.InotifyAddWatch(fd, path, mask)
+	var wd int
+	err := retry(func() (err error) {
+		wd, err = unix.InotifyAddWatch(fd, path, mask)
+		return err
+	})
+	return wd, err
 }
 
 // InotifyRmWatch removes the watch wd from the inotify instance fd.

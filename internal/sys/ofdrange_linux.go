@@ -38,5 +38,5 @@ func OFDConflict(fd int, start, length int64) (held bool, lockStart int64, err e
 // rather than acting on it.
 func OFDTryLock(fd int, start, length int64) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: start, Len: length}
-	return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+	return retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk) })
 }
