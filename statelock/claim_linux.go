@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"github.com/exactfs/exactfs/internal/sys"
-	"golang.org/x/sys/unix"
 )
 
 // The claim directory is recycled rather than made and removed.
@@ -58,29 +58,28 @@ func (l *locker) makeClaim() error {
 // spare's mtime is that of its last use, which may be long ago.
 func (l *locker) takeSpare() error {
 	dirfd := l.dir.Fd()
-	fd, err := unix.Openat(dirfd, l.spare, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := sys.OpenDir(dirfd, l.spare)
 	if err != nil {
 		return errNoSpare
 	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&0o7777 != 0o700 || !emptyDir(fd, false) || touch(fd) != nil {
-		unix.Close(fd)
+	st, err := sys.Fstat(fd)
+	if err != nil || sys.PermBits(st.Mode) != 0o700 || !emptyDir(fd, false) || sys.TouchNow(fd) != nil {
+		sys.Close(fd)
 		return errNoSpare
 	}
 	switch err := sys.RenameNoReplace(dirfd, l.spare, dirfd, l.claim); err {
 	case nil:
-	case unix.EEXIST:
-		unix.Close(fd)
+	case syscall.EEXIST:
+		sys.Close(fd)
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	default:
 		// ENOENT: another taker has it (the mkdir will meet its claim);
 		// EINVAL: no such rename here.
-		unix.Close(fd)
+		sys.Close(fd)
 		return errNoSpare
 	}
-	var got unix.Stat_t
-	if err := unix.Fstatat(dirfd, l.claim, &got, unix.AT_SYMLINK_NOFOLLOW); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
-		unix.Close(fd)
+	if got, err := sys.Lstat(dirfd, l.claim); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
+		sys.Close(fd)
 		// The spare was swapped after we looked: what we moved is somebody
 		// else's. The claim's name is ours (the rename admitted only us), so
 		// nobody else moves it back first.
@@ -91,16 +90,7 @@ func (l *locker) takeSpare() error {
 		}
 		return errNoSpare
 	}
-	l.held = claimDir{fd: fd, dev: uint64(st.Dev), ino: st.Ino}
-	return nil
-}
-
-// touch sets the times of the file open at fd to now (futimens).
-func touch(fd int) error {
-	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, 0, 0, 0, 0)
-	if e != 0 {
-		return e
-	}
+	l.held = claimDir{fd: fd, dev: st.Dev, ino: st.Ino}
 	return nil
 }
 
@@ -109,35 +99,28 @@ func touch(fd int) error {
 // through the descriptor.
 func (l *locker) mkdirClaim() error {
 	dirfd := l.dir.Fd()
-	var err error
-	for {
-		if err = unix.Mkdirat(dirfd, l.claim, 0o700); err != unix.EINTR {
-			break
-		}
-	}
-	switch err {
+	switch err := sys.Mkdir(dirfd, l.claim, 0o700); err {
 	case nil:
-	case unix.EEXIST:
+	case syscall.EEXIST:
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	default:
 		if err := l.dir.Mkdir(l.claim, 0o700); err != nil {
 			return err
 		}
 	}
-	fd, err := unix.Openat(dirfd, l.claim, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := sys.OpenDir(dirfd, l.claim)
 	if err != nil {
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}
-	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	if err == nil && st.Mode&0o7777 != 0o700 {
-		err = unix.Fchmod(fd, 0o700)
+	st, err := sys.Fstat(fd)
+	if err == nil && sys.PermBits(st.Mode) != 0o700 {
+		err = sys.Fchmod(fd, 0o700)
 	}
 	if err != nil {
-		unix.Close(fd)
+		sys.Close(fd)
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}
-	l.held = claimDir{fd: fd, dev: uint64(st.Dev), ino: st.Ino}
+	l.held = claimDir{fd: fd, dev: st.Dev, ino: st.Ino}
 	l.replayDue = true
 	return nil
 }
@@ -153,13 +136,13 @@ func (l *locker) dropClaim() error {
 	if c.fd < 0 {
 		return l.dir.Rmdir(l.claim)
 	}
-	defer unix.Close(c.fd)
+	defer sys.Close(c.fd)
 	dirfd := l.dir.Fd()
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, l.claim, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	st, err := sys.Lstat(dirfd, l.claim)
+	if err != nil {
 		return &fs.PathError{Op: "release the transition claim", Path: l.path(l.claim), Err: err}
 	}
-	if uint64(st.Dev) != c.dev || st.Ino != c.ino {
+	if st.Dev != c.dev || st.Ino != c.ino {
 		return fmt.Errorf("%s is no longer the directory we took as the transition claim (inode %d, now %d); left alone",
 			l.path(l.claim), c.ino, st.Ino)
 	}
@@ -172,32 +155,16 @@ func (l *locker) dropClaim() error {
 // emptyDir reports whether the directory open at fd has no entries besides
 // "." and "..". rewind: fd was read before; read it from the start.
 func emptyDir(fd int, rewind bool) bool {
-	if rewind {
-		if _, err := unix.Seek(fd, 0, 0); err != nil {
-			return false
-		}
+	if rewind && sys.Seek(fd, 0) != nil {
+		return false
 	}
-	var buf [512]byte
-	for {
-		n, err := unix.Getdents(fd, buf[:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false
-		}
-		if n == 0 {
-			return true
-		}
-		if _, k, _ := unix.ParseDirent(buf[:n], 1, nil); k > 0 {
-			return false
-		}
-	}
+	empty, err := sys.DirEmpty(fd)
+	return err == nil && empty
 }
 
 func (l *locker) closeClaim() {
 	if l.held.fd >= 0 {
-		unix.Close(l.held.fd)
+		sys.Close(l.held.fd)
 		l.held.fd = -1
 	}
 }

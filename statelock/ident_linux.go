@@ -2,11 +2,10 @@ package statelock
 
 import (
 	"crypto/sha256"
-	"io/fs"
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // writtenIdentity is the identity of the record f is open on right after
@@ -15,14 +14,14 @@ import (
 // inode we hold the OFD lock and the claim for). It saves re-reading our
 // own bytes after every write of the sidecar.
 func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	st, err := sys.Fstat(int(f.Fd()))
+	if err != nil {
 		return exactfs.Identity{}, err
 	}
-	if st.Size != int64(len(data)) || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st.Size != int64(len(data)) || !st.Mode.IsRegular() {
 		return exactfs.Identity{}, errRecordChanged
 	}
-	return identityOf(&st, data), nil
+	return identityOf(st, data), nil
 }
 
 // heldReadMax bounds readHeld's one read; a larger file (never a record
@@ -39,33 +38,25 @@ const heldReadMax = 64 << 10
 // reference alike) holds the claim, which is ours, and a base writer only
 // ever creates a new inode. Anything unexpected falls back to CaptureFile.
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size >= heldReadMax {
+	st, err := sys.Fstat(int(f.Fd()))
+	if err != nil || !st.Mode.IsRegular() || st.Size >= heldReadMax {
 		return exactfs.CaptureFile(f)
 	}
 	buf := make([]byte, st.Size+1)
-	n, err := unix.Pread(int(f.Fd()), buf, 0)
+	n, err := sys.Pread(int(f.Fd()), buf, 0)
 	if err != nil || int64(n) != st.Size {
 		return exactfs.CaptureFile(f)
 	}
 	data := buf[:n:n]
-	return data, identityOf(&st, data), nil
+	return data, identityOf(st, data), nil
 }
 
-// identityOf is the exactfs identity of the inode st describes, holding data.
-func identityOf(st *unix.Stat_t, data []byte) exactfs.Identity {
-	mode := fs.FileMode(st.Mode & 0o777)
-	if st.Mode&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if st.Mode&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if st.Mode&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
+// identityOf is the exactfs identity of the regular file st describes,
+// holding data. A regular file's mode has no type bits: only the
+// permission, setuid, setgid and sticky bits, as exactfs records them.
+func identityOf(st sys.Stat, data []byte) exactfs.Identity {
 	return exactfs.Identity{
-		Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Size: st.Size,
-		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Mode: mode, SHA256: sha256.Sum256(data),
+		Dev: st.Dev, Ino: st.Ino, Nlink: st.Nlink, Size: st.Size,
+		MtimeNs: st.MtimeNs, CtimeNs: st.CtimeNs, Mode: st.Mode, SHA256: sha256.Sum256(data),
 	}
 }

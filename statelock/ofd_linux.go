@@ -2,12 +2,11 @@ package statelock
 
 import (
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // ofdSupported reports whether this platform has open-file-description
@@ -29,17 +28,12 @@ var (
 // kernel drops it when the holder dies, however it dies. That is what lets
 // a contender prove a holder gone without trusting pids.
 func ofdLock(f *os.File) error {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Len: queueBase}
-	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN, unix.EACCES:
-			return errOFDConflict
-		case unix.ENOLCK, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
-			return errOFDUnsupported
-		}
+	switch err := sys.OFDLock(int(f.Fd()), 0, queueBase); err {
+	case sys.ErrWouldBlock:
+		return errOFDConflict
+	case sys.ErrUnsupported:
+		return errOFDUnsupported
+	default:
 		return err
 	}
 }
@@ -54,9 +48,7 @@ func ofdLock(f *os.File) error {
 // It changes nothing else: the caller closes f at once, and the close
 // would drop the lock a moment later anyway.
 func ofdUnlock(f *os.File) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Len: queueBase}
-	for unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk) == unix.EINTR {
-	}
+	sys.OFDUnlock(int(f.Fd()), 0, queueBase)
 }
 
 // ofdHeld asks the kernel whether any open file description holds a lock
@@ -64,103 +56,6 @@ func ofdUnlock(f *os.File) {
 // conflict without taking anything. known is false when the filesystem does
 // not answer (then nothing can be concluded).
 func ofdHeld(f *os.File) (held, known bool) { return ofdHeldFd(f.Fd()) }
-
-func ofdHeldFd(fd uintptr) (held, known bool) {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Len: queueBase}
-	for {
-		err := unix.FcntlFlock(fd, unix.F_OFD_GETLK, &lk)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, false
-		}
-		return lk.Type != unix.F_UNLCK, true
-	}
-}
-
-// queueBase splits the OFD lock space of an owner record's inode. A holder
-// locks the bytes [0, queueBase): far beyond any record, and covering all
-// of them. Waiters announce themselves with read locks on single bytes at
-// queueBase+ticket (ticket: their arrival time), which never conflict with
-// each other or with the holder's range. The kernel drops a waiter's lock
-// when it dies, so the queue never holds a ghost.
-const queueBase = 1 << 40
-
-// queueJoin takes this waiter's place in the queue: a read lock on the one
-// byte of its ticket, through fd (open for reading on the record's inode).
-func queueJoin(fd uintptr, ticket int64) bool {
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: queueBase + ticket, Len: 1}
-	for {
-		err := unix.FcntlFlock(fd, unix.F_OFD_SETLK, &lk)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil
-	}
-}
-
-// queueLeave drops the read lock queueJoin took through fd.
-func queueLeave(fd uintptr, ticket int64) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: queueBase + ticket, Len: 1}
-	for unix.FcntlFlock(fd, unix.F_OFD_SETLK, &lk) == unix.EINTR {
-	}
-}
-
-// Who holds a kernel lock on a record's inode, as anyLock tells.
-const (
-	unlocked = iota
-	lockedByHolder
-	lockedByWaiter
-)
-
-// anyLock asks, with one F_OFD_GETLK over the whole lock space, whether
-// anyone holds a lock on the inode fd is open on: the holder's range or a
-// waiter's ticket. When both exist the kernel names one of them; either
-// means the caller waits.
-func anyLock(fd uintptr) int {
-	for {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
-		err := unix.FcntlFlock(fd, unix.F_OFD_GETLK, &lk)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil, lk.Type == unix.F_UNLCK:
-			return unlocked
-		case lk.Start < queueBase:
-			return lockedByHolder
-		}
-		return lockedByWaiter
-	}
-}
-
-// queueAheadFd reports whether some waiter with a smaller ticket than
-// ticket is queued on the inode fd is open on (ticket < 0: any waiter).
-func queueAheadFd(fd uintptr, ticket int64) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: queueBase}
-	if ticket >= 0 {
-		if ticket == 0 {
-			return false
-		}
-		lk.Len = ticket
-	}
-	for {
-		err := unix.FcntlFlock(fd, unix.F_OFD_GETLK, &lk)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && lk.Type != unix.F_UNLCK
-	}
-}
-
-// ticketNow is a waiter's arrival time on the host-wide monotonic clock.
-func ticketNow() int64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return 0
-	}
-	return ts.Nano()
-}
 
 // probeFd is a read-only raw descriptor on a record's inode, opened only to
 // ask the kernel about locks on it (look, peek, the queue). It reads no
@@ -176,24 +71,16 @@ type probeFd struct {
 
 func (l *locker) openProbe(name string) probeFd {
 	dirfd := l.dir.Fd()
-	var st unix.Stat_t
-	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
 		return probeFd{fd: -1}
 	}
-	var fd int
-	for {
-		var err error
-		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return probeFd{fd: -1}
-		}
-		break
+	fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
+	if err != nil {
+		return probeFd{fd: -1}
 	}
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+	st, err := sys.Fstat(fd)
+	if err != nil || !st.Mode.IsRegular() {
+		sys.Close(fd)
 		return probeFd{fd: -1}
 	}
 	return probeFd{fd: fd, ino: st.Ino}
@@ -201,7 +88,7 @@ func (l *locker) openProbe(name string) probeFd {
 
 func (p probeFd) close() {
 	if p.fd >= 0 {
-		unix.Close(p.fd)
+		sys.Close(p.fd)
 	}
 }
 
@@ -236,11 +123,11 @@ var lookIdle = time.Second // a variable for tests
 // now, and done, which the caller calls when it no longer uses it (and
 // never closes it itself). fd is -1 when name is not a regular file.
 func (l *locker) lookProbe(name string) (fd int, done func()) {
-	var st unix.Stat_t
-	if unix.Fstatat(l.dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	st, err := sys.Lstat(l.dir.Fd(), name)
+	if err != nil || !st.Mode.IsRegular() {
 		return -1, nil
 	}
-	key := [2]uint64{uint64(st.Dev), st.Ino}
+	key := [2]uint64{st.Dev, st.Ino}
 	looks.Lock()
 	e := looks.m[key]
 	if e == nil {
@@ -292,7 +179,7 @@ func (e *lookEntry) expire() {
 		return
 	}
 	delete(looks.m, e.key)
-	unix.Close(e.fd)
+	sys.Close(e.fd)
 }
 
 // probeLocks runs ask with a probe of name, and closes it. false: name is

@@ -25,23 +25,6 @@ func ofdUnlock(*os.File) {}
 // ofdHeld cannot answer here.
 func ofdHeld(*os.File) (held, known bool) { return false, false }
 
-// There is no waiter queue without OFD locks: waiters compete.
-func queueLeave(uintptr, int64)     {}
-func queueJoin(uintptr, int64) bool { return false }
-
-func ofdHeldFd(uintptr) (held, known bool) { return false, false }
-func queueAheadFd(uintptr, int64) bool     { return false }
-
-func ticketNow() int64 { return 0 }
-
-const (
-	unlocked = iota
-	lockedByHolder
-	lockedByWaiter
-)
-
-func anyLock(uintptr) int { return unlocked }
-
 // probe and probeLocks have no kernel locks to ask about here.
 type probeFd struct {
 	fd  int

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/exactfs/exactfs"
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // guardTree takes the reclaim guard of the directory at name: an exclusive,
@@ -36,16 +36,10 @@ func (l *locker) guardTree(name string, want exactfs.Identity) (release func(), 
 		d.Close()
 		return nil, false, nil
 	}
-	for {
-		err = unix.Flock(d.Fd(), unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	switch {
+	switch err = sys.TryFlock(d.Fd()); {
 	case err == nil:
 		return func() { d.Close() }, true, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
+	case errors.Is(err, sys.ErrWouldBlock):
 		d.Close()
 		return nil, false, nil
 	}

@@ -7,16 +7,15 @@ import (
 	"os"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // fsType names the filesystem of fd from statfs f_type.
 func fsType(fd int) (name string, network bool) {
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(fd, &st); err != nil {
+	magic, err := sys.FSMagic(fd)
+	if err != nil {
 		return "unknown (statfs: " + err.Error() + ")", false
 	}
-	magic := uint32(st.Type)
 	if n, ok := magics[magic]; ok {
 		return n.name, n.network
 	}
@@ -63,21 +62,21 @@ var magics = map[uint32]fsName{
 func probeACL(fd int) Result {
 	const attr = "system.posix_acl_access"
 	acl := posixACL(uint32(os.Getuid()))
-	if err := unix.Fsetxattr(fd, attr, acl, 0); err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) {
+	if err := sys.Fsetxattr(fd, attr, acl); err != nil {
+		if errors.Is(err, syscall.EOPNOTSUPP) {
 			return Result{false, "no POSIX ACLs on this filesystem (EOPNOTSUPP)"}
 		}
 		return Result{false, "setting an ACL failed: " + errnoText(err)}
 	}
 	buf := make([]byte, 256)
-	n, err := unix.Fgetxattr(fd, attr, buf)
+	n, err := sys.Fgetxattr(fd, attr, buf)
 	if err != nil || n == 0 {
 		return Result{false, "an ACL was accepted but could not be read back"}
 	}
-	if err := unix.Fremovexattr(fd, attr); err != nil {
+	if err := sys.Fremovexattr(fd, attr); err != nil {
 		return Result{false, "an ACL was set but could not be removed: " + errnoText(err)}
 	}
-	if _, err := unix.Fgetxattr(fd, attr, buf); !errors.Is(err, unix.ENODATA) {
+	if _, err := sys.Fgetxattr(fd, attr, buf); !errors.Is(err, syscall.ENODATA) {
 		return Result{false, "an ACL was removed but is still reported"}
 	}
 	return Result{true, "POSIX ACLs can be set, read, cleared and verified absent"}
@@ -110,22 +109,16 @@ func posixACL(uid uint32) []byte {
 // through a second open file description of the same file, whether the
 // kernel reports it: that is how a contender learns a Go holder is alive.
 func probeOFD(fd, other int) Result {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-	if err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk); err != nil {
+	if err := sys.OFDTryLock(fd, 0, 0); err != nil {
 		return Result{false, "F_OFD_SETLK failed: " + errnoText(err)}
 	}
-	q := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-	if err := unix.FcntlFlock(uintptr(other), unix.F_OFD_GETLK, &q); err != nil {
+	held, _, err := sys.OFDConflict(other, 0, 0)
+	if err != nil {
 		return Result{false, "F_OFD_GETLK failed: " + errnoText(err)}
 	}
-	if q.Type == unix.F_UNLCK {
+	if !held {
 		return Result{false, "a lock was granted but a second description does not see it"}
 	}
-	unlock := unix.Flock_t{Type: unix.F_UNLCK}
-	unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &unlock)
+	sys.OFDUnlock(fd, 0, 0)
 	return Result{true, "F_OFD_SETLK locks are taken and seen by a second open file description"}
 }
-
-func isNotSupported(en syscall.Errno) bool { return en == unix.EOPNOTSUPP || en == unix.ENOTSUP }
-
-func errnoName(en syscall.Errno) string { return unix.ErrnoName(en) }

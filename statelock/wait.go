@@ -7,9 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // waker sleeps between attempts but wakes early when the owner record
@@ -35,6 +34,9 @@ import (
 //
 // The watch is an optimization only: every sleep is still bounded by the
 // backoff, so a missed or coalesced event costs at most 100 ms.
+//
+// Where there is no inotify (every platform but Linux), internal/sys's
+// InotifyInit fails, newWaker returns nil, and every wait is a timed sleep.
 type waker struct {
 	f      *os.File
 	fd     int
@@ -47,16 +49,16 @@ type waker struct {
 }
 
 const (
-	inodeMask  = unix.IN_MOVE_SELF | unix.IN_DELETE_SELF | unix.IN_ATTRIB | unix.IN_DONT_FOLLOW
-	firstMask  = inodeMask | unix.IN_CLOSE_WRITE
-	behindMask = inodeMask | unix.IN_CLOSE_NOWRITE
-	dirMask    = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+	inodeMask  = sys.InMoveSelf | sys.InDeleteSelf | sys.InAttrib | sys.InDontFollow
+	firstMask  = inodeMask | sys.InCloseWrite
+	behindMask = inodeMask | sys.InCloseNowrite
+	dirMask    = sys.InCreate | sys.InMovedTo | sys.InOnlyDir | sys.InDontFollow
 )
 
 // newWaker prepares a watch of dirPath/name. It returns nil when inotify is
 // unavailable (then waits are plain timed sleeps).
 func newWaker(dirPath, name string) *waker {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	fd, err := sys.InotifyInit()
 	if err != nil {
 		return nil
 	}
@@ -69,21 +71,21 @@ func newWaker(dirPath, name string) *waker {
 // directory when the name is free. It reports whether what is watched
 // changed: another inode, or another mask.
 func (w *waker) arm(mask uint32) (changed bool) {
-	wd, err := unix.InotifyAddWatch(w.fd, w.path, mask)
+	wd, err := sys.InotifyAddWatch(w.fd, w.path, mask)
 	if err == nil {
 		changed = wd != w.fileWd || mask != w.mask
 		if w.fileWd >= 0 && w.fileWd != wd {
-			unix.InotifyRmWatch(w.fd, uint32(w.fileWd))
+			sys.InotifyRmWatch(w.fd, w.fileWd)
 		}
 		w.fileWd, w.mask = wd, mask
 		if w.dirWd >= 0 {
-			unix.InotifyRmWatch(w.fd, uint32(w.dirWd))
+			sys.InotifyRmWatch(w.fd, w.dirWd)
 			w.dirWd = -1
 		}
 		return changed
 	}
 	if w.dirWd < 0 {
-		if wd, err := unix.InotifyAddWatch(w.fd, w.dir, dirMask); err == nil {
+		if wd, err := sys.InotifyAddWatch(w.fd, w.dir, dirMask); err == nil {
 			w.dirWd = wd
 			return true
 		}
@@ -137,24 +139,21 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 // matches reports whether any event in buf concerns F.lock: any event of
 // the file watch, or a directory event naming it.
 func (w *waker) matches(buf []byte) bool {
-	for len(buf) >= unix.SizeofInotifyEvent {
-		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
-		end := unix.SizeofInotifyEvent + int(ev.Len)
-		if end > len(buf) {
+	for {
+		wd, mask, name, rest, ok := sys.NextInotifyEvent(buf)
+		if !ok {
 			return false
 		}
-		name := bytes.TrimRight(buf[unix.SizeofInotifyEvent:end], "\x00")
 		switch {
-		case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+		case mask&sys.InQOverflow != 0:
 			return true
-		case int(ev.Wd) == w.fileWd && ev.Mask&unix.IN_IGNORED == 0:
+		case wd == w.fileWd && mask&sys.InIgnored == 0:
 			return true
-		case int(ev.Wd) == w.dirWd && bytes.Equal(name, w.name):
+		case wd == w.dirWd && bytes.Equal(name, w.name):
 			return true
 		}
-		buf = buf[end:]
+		buf = rest
 	}
-	return false
 }
 
 func (w *waker) close() {
