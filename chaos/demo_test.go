@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,10 @@ import (
 // and leave no staging file of the state file behind: the residue of
 // writers killed during the durable write is swept by the next holder.
 //
-// About 20 s a run on 2 busy cores.
+// EXACTFS_CHAOS_SCALE=N (see mixed_test.go) multiplies the workers by N and
+// divides the updates between kills by N (at least 2).
+//
+// About 20 s a run on 2 busy cores (50 s at scale 2).
 func TestDemoKillAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test skipped in -short mode")
@@ -27,10 +31,11 @@ func TestDemoKillAnywhere(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	const runs = 3
+	workers, killEvery := 16*chaosScale, max(8/chaosScale, 2)
 	for i := range runs {
 		dir := t.TempDir()
-		cmd := exec.Command(bin, "demo", "--kill-anywhere", "--workers", "16", "--updates", "50",
-			"--kill-every", "8", "--dir", dir, "--keep")
+		cmd := exec.Command(bin, "demo", "--kill-anywhere", "--workers", strconv.Itoa(workers), "--updates", "50",
+			"--kill-every", strconv.Itoa(killEvery), "--dir", dir, "--keep")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i+1, err, out)
@@ -45,7 +50,7 @@ func TestDemoKillAnywhere(t *testing.T) {
 		if len(residue) != 0 {
 			t.Fatalf("run %d left staging files of killed writers: %v\n%s", i+1, residue, out)
 		}
-		t.Logf("run %d:\n%s", i+1, summary(string(out)))
+		t.Logf("run %d (%d workers, a kill every %d updates):\n%s", i+1, workers, killEvery, summary(string(out)))
 	}
 }
 

@@ -25,13 +25,19 @@ import (
 )
 
 // Parameters of the mixed run: harsher than the demo's defaults (kills every
-// few tens of milliseconds, at any instant, of both sides).
+// few tens of milliseconds, at any instant, of both sides). The environment
+// variable EXACTFS_CHAOS_SCALE=N (default 1) multiplies the workers of each
+// side and the kills by N, for soak runs harsher than CI's.
+var (
+	chaosScale = envScale()
+	goWorkers  = 4 * chaosScale
+	tsWorkers  = 3 * chaosScale
+	maxKills   = 45 * chaosScale
+)
+
 const (
-	goWorkers   = 4
 	goUpdates   = 40 // acknowledged updates per Go slot
-	tsWorkers   = 3
 	tsUpdates   = 40 // completed increments per TypeScript slot
-	maxKills    = 45
 	killEveryMs = 60 // mean pause between kills
 	goHoldUs    = 4000
 	tsHoldMs    = 2
@@ -515,4 +521,17 @@ func (r *run) check(end int64) int {
 	t.Logf("%d operations checked by porcupine: %s; %d holds, none overlapping; killed while holding the lock: %d Go, %d TypeScript",
 		len(ops), res, len(holds), inside[0], inside[1])
 	return c.N
+}
+
+// envScale reads EXACTFS_CHAOS_SCALE: a positive integer, 1 when unset.
+func envScale() int {
+	v := os.Getenv("EXACTFS_CHAOS_SCALE")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		panic(fmt.Sprintf("EXACTFS_CHAOS_SCALE=%q: want a positive integer", v))
+	}
+	return n
 }
