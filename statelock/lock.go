@@ -108,11 +108,11 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
 	defer func() { w.close(); tk.leave() }()
 	fail := func(reason Reason, c *contention, err error) (*Held, error) {
-		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+		holder := ""
 		if c != nil {
-			e.Holder = l.described(c).who()
+			holder = l.described(c).who()
 		}
-		return nil, e
+		return nil, lockError(l.lockPath, reason, attempts, time.Since(start), holder, err)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -337,7 +337,7 @@ func (h *Held) unlock(early, away bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
-		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
+		return lockError(h.l.lockPath, ReasonReleaseFailed, 0, 0, "", errors.New("already unlocked"))
 	}
 	h.done = true
 	if !early {
@@ -346,7 +346,7 @@ func (h *Held) unlock(early, away bool) error {
 	start := time.Now()
 	attempts, err := h.l.release(h.rec, away)
 	if err != nil {
-		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+		return lockError(h.l.lockPath, ReasonReleaseFailed, attempts, time.Since(start), "", err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 	acts = append(acts, l.recoverLock(dryRun)...)
 	res, err := l.residue()
 	if err != nil {
-		return acts, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+		return acts, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	}
 	for _, r := range res {
 		if a, ok := l.recoverResidue(r, dryRun); ok {
