@@ -69,6 +69,17 @@ func Attested(f *os.File) (j Judgement, ok bool) {
 // codeReclaimBusy: another process is removing the same record right now.
 const codeReclaimBusy exactfs.Code = "reclaim_busy"
 
+// Removal is how Reclaim removes a record judged Dead. Quarantine returns
+// the name the exact unlink moves the record to. Judged and Removing, when
+// set, run at the two windows of the removal: Judged after the verdict and
+// before the record is captured again, Removing after that capture proved
+// it unchanged and just before the unlink. A protocol's tests plant a
+// successor there (internal/hook).
+type Removal struct {
+	Quarantine       func() string
+	Judged, Removing func()
+}
+
 // Reclaim is the judge-then-remove step. It opens name in d without
 // following a symlink, captures one version of it through that descriptor,
 // and asks judge about exactly those bytes. Unless the verdict is Dead,
@@ -76,16 +87,19 @@ const codeReclaimBusy exactfs.Code = "reclaim_busy"
 // Dead, Reclaim takes an exclusive flock on the record, so that reclaimers
 // in other Go processes take turns instead of racing one exact unlink
 // (interleaved exchange-based unlinks can strand a placeholder at the
-// name), and removes exactly the captured version by exact unlink, the
-// bytes going to the quarantine name quarantine() returns. A successor that
-// took the name after the capture survives: identity_mismatch.
+// name), captures the name again (it must still hold the judged bytes and
+// inode), and removes exactly the judged version by exact unlink, the
+// bytes going to the quarantine name. A successor that took the name after
+// the capture survives: identity_mismatch, or not_found when the name was
+// freed meanwhile.
 //
-// The errors are those of the open and the capture (not_found: nothing is
+// The errors are those of the open and the captures (not_found: nothing is
 // there; changed_during_read: a writer was rewriting it; reparse_point,
 // not_regular_file: not a record anyone wrote), of the exact unlink
 // (identity_mismatch, atomic_unavailable, ...), or code reclaim_busy when
-// another process holds the reclaim flock.
-func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(Captured) Judgement) (Judgement, error) {
+// another process holds the reclaim flock. Judgement.Verdict is Dead when
+// the error is the removal's.
+func Reclaim(d *exactfs.Dir, name string, rm Removal, judge func(Captured) Judgement) (Judgement, error) {
 	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return Judgement{}, err
@@ -108,5 +122,21 @@ func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(C
 		return j, &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: exactfs.CodeIOError, Err: lerr,
 			Detail: "the record could not be locked for its removal"}
 	}
-	return j, d.UnlinkExact(name, id, quarantine())
+	run(rm.Judged)
+	_, cur, err := d.Capture(name)
+	if err != nil {
+		return j, err
+	}
+	if !cur.SameContent(id) || cur.Nlink != id.Nlink {
+		return j, &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: exactfs.CodeIdentityMismatch,
+			Detail: "the record changed after its verdict; left alone"}
+	}
+	run(rm.Removing)
+	return j, d.UnlinkExact(name, id, rm.Quarantine())
+}
+
+func run(step func()) {
+	if step != nil {
+		step()
+	}
 }
