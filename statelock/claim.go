@@ -414,31 +414,29 @@ func treeRemoved(err error) error {
 
 // reclaimSupersededClaim handles a regular file at F.lock.transition, the
 // claim of a superseded protocol: it is reclaimed by the same exact-identity
-// rules as F.lock itself. A tombstone there is left for explicit cleanup,
-// as the reference does.
+// rules as F.lock itself (liveness.Reclaim with the lock's judge). A
+// tombstone there is left for explicit cleanup, as the reference does.
 func (l *locker) reclaimSupersededClaim() (bool, error) {
-	f, s, err := l.openCapture(l.claim)
+	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true,
+		Judged:   func() { hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim)) },
+		Removing: func() { hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim)) }}
+	j, err := liveness.Reclaim(l.dir, l.claim, rm, func(c liveness.Captured) liveness.Judgement {
+		s := newSnapshot(c.Data, c.ID)
+		if s.released() {
+			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone, left for explicit cleanup"}
+		}
+		return l.judgeRecord(s, c.File).Judgement
+	})
 	switch {
+	case j.Verdict == liveness.Dead:
+		if err := exactRemoved(err); err != nil {
+			return false, err
+		}
+		return !errors.Is(err, exactfs.ErrIdentityMismatch), nil
 	case errors.Is(err, fs.ErrNotExist):
 		return true, nil
 	case unsafeType(err):
 		return false, &unsafeError{err}
-	case err != nil:
-		return false, nil
 	}
-	v := l.judgeRecord(s, f)
-	f.Close()
-	if s.released() || !v.dead() {
-		return false, nil
-	}
-	hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim))
-	cur, err := l.capture(l.claim)
-	if err != nil || !sameRecord(cur.id, s.id) {
-		return false, nil
-	}
-	hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim))
-	if err := exactRemoved(l.dir.UnlinkExact(l.claim, s.id, quarantineName())); err != nil {
-		return false, err
-	}
-	return true, nil
+	return false, nil
 }
