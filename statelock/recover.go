@@ -134,27 +134,16 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	// The removal is bound to the snapshot the evidence was taken from, under
 	// the claim's reclaim guard (no reclaimer is at it meanwhile), after any
 	// removal a killed reclaimer left detached is finished.
-	release, held, err := l.guardTree(l.claim, cs.tree.Root())
-	if err == nil && !held {
-		err = errors.New("another process is removing this claim right now")
-	}
-	if err != nil {
+	freed, blocked, err := l.removeTree(treeRemoval{name: l.claim, judged: cs.tree, guard: true, detached: emptyTree})
+	switch {
+	case err != nil:
 		acts[0].Err = err
 		return acts
-	}
-	defer release()
-	if ok, blocked, rerr := l.replayDetached(l.claim, emptyTree); !ok || rerr != nil {
-		if rerr == nil && blocked != "" {
-			rerr = errors.New("an earlier removal of this claim is still detached: " + blocked)
-		} else if rerr == nil {
-			rerr = errors.New("another process is finishing an earlier removal of this claim")
-		}
-		acts[0].Err = rerr
+	case blocked != "":
+		acts[0].Err = errors.New("an earlier removal of this claim is still detached: " + blocked)
 		return acts
-	}
-	err = l.dir.RemoveTreeExact(l.claim, cs.tree)
-	if err != nil && !errors.Is(err, exactfs.ErrCleanupPending) {
-		acts[0].Err = err
+	case !freed:
+		acts[0].Err = errors.New("the claim changed since it was judged, or another process is removing it right now; left alone")
 		return acts
 	}
 	acts[0].Done = true
