@@ -154,7 +154,7 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 	}
 	for i := range st.Residue {
 		if r := &st.Residue[i]; l.stateResidue(*r) {
-			if _, keep := l.judgeStateResidue(*r); keep != "" {
+			if keep := l.sweepOne(*r, false); keep != "" {
 				r.Note = "kept: " + keep
 			} else {
 				r.Removable = true
