@@ -38,14 +38,9 @@ func TestAttestedFollowsTheHolderDescriptor(t *testing.T) {
 // Reclaim removes only on Dead, only the version it judged, and a
 // successor that took the name after the judgement survives.
 func TestReclaimJudgesThenRemovesExactly(t *testing.T) {
-	dir := t.TempDir()
-	d, err := exactfs.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, dir := recordDir(t)
 	p := filepath.Join(dir, "rec")
-	quarantine := func() string { return ".retire-" + exactfs.NewUUID() }
+	quarantine := retireName
 	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +83,7 @@ func TestReclaimJudgesThenRemovesExactly(t *testing.T) {
 // rewritten in place at the Judged window (same inode, other bytes) or
 // replaced there is left alone, and Removing never runs for it.
 func TestReclaimCapturesAgainAfterTheVerdict(t *testing.T) {
-	dir := t.TempDir()
-	d, err := exactfs.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, dir := recordDir(t)
 	p := filepath.Join(dir, "rec")
 	dead := func(Captured) Judgement { return Judgement{Verdict: Dead, Reason: "test"} }
 	for name, change := range map[string]func(){
@@ -104,7 +94,7 @@ func TestReclaimCapturesAgainAfterTheVerdict(t *testing.T) {
 			t.Fatal(err)
 		}
 		removing := false
-		rm := Removal{Quarantine: func() string { return ".retire-" + exactfs.NewUUID() },
+		rm := Removal{Quarantine: retireName,
 			Judged: change, Removing: func() { removing = true }}
 		_, err := Reclaim(d, "rec", rm, dead)
 		if !errors.Is(err, exactfs.ErrIdentityMismatch) || removing {
@@ -115,7 +105,7 @@ func TestReclaimCapturesAgainAfterTheVerdict(t *testing.T) {
 		}
 	}
 	steps := ""
-	rm := Removal{Quarantine: func() string { return ".retire-" + exactfs.NewUUID() },
+	rm := Removal{Quarantine: retireName,
 		Judged: func() { steps += "judged " }, Removing: func() { steps += "removing" }}
 	if _, err := Reclaim(d, "rec", rm, dead); err != nil || steps != "judged removing" {
 		t.Fatalf("reclaim: %v, steps %q", err, steps)
@@ -124,3 +114,17 @@ func TestReclaimCapturesAgainAfterTheVerdict(t *testing.T) {
 		t.Fatalf("the dead record is still there: %v", err)
 	}
 }
+
+// recordDir is a fresh directory for a record, opened as a Dir (closed
+// with the test).
+func recordDir(t *testing.T) (*exactfs.Dir, string) {
+	dir := t.TempDir()
+	d, err := exactfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, dir
+}
+
+func retireName() string { return ".retire-" + exactfs.NewUUID() }
