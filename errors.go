@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/exactfs/exactfs/internal/sys"
 )
@@ -102,6 +103,31 @@ func sentinel(c Code) error {
 // error type serves them all. Calls with one code return one value.
 func Sentinel(c Code) error { return sentinel(c) }
 
+// Class returns a sentinel that every *Error carrying one of codes
+// matches: one name for an outcome several codes report (statelock's
+// ErrLocked: each reason that means "someone holds the lock"). Like a
+// code's sentinel, it is an outcome: only the outermost *Error's code
+// answers it. text is its message.
+func Class(text string, codes ...Code) error {
+	return &classError{text: text, codes: append([]Code(nil), codes...)}
+}
+
+type classError struct {
+	text  string
+	codes []Code
+}
+
+func (e *classError) Error() string { return e.text }
+
+func (e *classError) has(c Code) bool {
+	for _, x := range e.codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
 // Error is the error of every exactfs operation, and of the packages built
 // on it (store, statelock). It says what was attempted (Op), where (Path),
 // what was found (Code, Detail), and wraps the underlying errno or
@@ -114,6 +140,11 @@ func Sentinel(c Code) error { return sentinel(c) }
 // testing for ErrNotFound or fs.ErrNotExist is not told "nothing is there"
 // about a lease it lost. The cause stays readable in the message and
 // through errors.As.
+//
+// An Error without an Op carries a whole sentence in Detail (statelock's
+// lock failures: "state.json.lock is locked: held by pid 4242 on this host
+// (alive) since 12s"): its message is that sentence, its code, then its
+// cause.
 type Error struct {
 	Op     string // the operation, e.g. "unlink", "capture", "publish"
 	Path   string // the path the operation was given
@@ -134,9 +165,19 @@ type Error struct {
 	// the store's acl_* codes.
 	ACLOperation string
 	ACLAttribute string
+	// Holder, Attempts and Elapsed describe a wait that gave up, on the
+	// codes that mean someone else holds what was asked for (statelock's
+	// contention reasons): who holds it ("" if unknown), and how many
+	// attempts were made over how long. Zero on every other error.
+	Holder   string
+	Attempts int
+	Elapsed  time.Duration
 }
 
 func (e *Error) Error() string {
+	if e.Op == "" {
+		return e.sentence()
+	}
 	var b strings.Builder
 	b.WriteString(e.Op)
 	b.WriteString(" ")
@@ -167,6 +208,19 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// sentence is the message of an Error without an Op.
+func (e *Error) sentence() string {
+	s := e.Detail
+	if s == "" {
+		s = e.Path + ": " + describe(e.Code)
+	}
+	s += " (" + string(e.Code) + ")"
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
 // Unwrap returns the underlying cause. When a coded cause sits below (an
 // *Error, possibly under an errno-free wrapper), the cause comes back
 // behind a view that answers errors.Is for everything except outcomes
@@ -179,30 +233,33 @@ func (e *Error) Unwrap() error {
 	return cause{e.Err}
 }
 
-// Is reports whether target is the sentinel of e's code. fs.ErrNotExist
-// matches not_found, and fs.ErrExist matches destination_exists, so code
-// written against package os keeps working.
+// Is reports whether target is the sentinel of e's code, or a Class that
+// holds it. fs.ErrNotExist matches not_found, and fs.ErrExist matches
+// destination_exists, so code written against package os keeps working.
 func (e *Error) Is(target error) bool {
-	if c, ok := outcomeOf(target); ok {
-		return c == e.Code
-	}
-	return false
+	match, ok := outcomeOf(target)
+	return ok && match(e.Code)
 }
 
-// outcomeOf reports whether target is an outcome sentinel, and its code.
-func outcomeOf(target error) (Code, bool) {
-	if s, ok := target.(*codeError); ok {
-		return s.code, true
+// outcomeOf reports whether target is an outcome sentinel, and which codes
+// it stands for.
+func outcomeOf(target error) (match func(Code) bool, ok bool) {
+	is := func(c Code) func(Code) bool { return func(x Code) bool { return x == c } }
+	switch t := target.(type) {
+	case *codeError:
+		return is(t.code), true
+	case *classError:
+		return t.has, true
 	}
 	switch target {
 	case fs.ErrNotExist:
-		return CodeNotFound, true
+		return is(CodeNotFound), true
 	case fs.ErrExist:
-		return CodeDestinationExists, true
+		return is(CodeDestinationExists), true
 	case fs.ErrPermission:
-		return CodePermissionDenied, true
+		return is(CodePermissionDenied), true
 	}
-	return "", false
+	return nil, false
 }
 
 // cause is an *Error's cause as errors.Is and errors.As see it: every

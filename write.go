@@ -34,23 +34,12 @@ type pendingFile struct {
 // stage writes data under a private name beside base in dirfd, with mode
 // perm, and fsyncs it.
 func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*pendingFile, error) {
-	name := stagingName(base, suffix)
-	fd, err := sys.Open(dirfd, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err == syscall.ENAMETOOLONG {
-		return nil, &Error{Op: op, Path: path, Code: CodeInvalidRequest, Err: err,
-			Detail: fmt.Sprintf("the name is too long to be staged: the private staging name adds %d bytes to it", len(name)-len(base))}
-	}
+	s, err := createPending(op, path, dirfd, base, suffix, os.O_WRONLY)
 	if err != nil {
-		return nil, wrap(op, path, err)
+		return nil, err
 	}
-	s := &pendingFile{op: op, path: path, dirfd: dirfd, base: base, name: name, fd: fd, data: data}
-	// The inode is recorded first, so that every later failure can remove
-	// the staging name while it still holds this file, and only then.
-	if s.st, err = sys.Fstat(fd); err != nil {
-		sys.Close(fd)
-		return nil, wrap(op, path, err)
-	}
-	hook.Fire(hook.StageCreated, path)
+	s.data = data
+	fd := s.fd
 	// The file is created 0600 and only then given its mode through the
 	// descriptor (unless it has it already): the umask cannot narrow it, and
 	// no one can open a wider-mode file before the bytes are complete.
@@ -67,6 +56,30 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 	if err := sys.Fsync(fd); err != nil {
 		return nil, s.failed(&Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err})
 	}
+	return s, nil
+}
+
+// createPending creates the private file of a pending write beside base in
+// dirfd: exclusive, no-follow, mode 0600, opened with access (os.O_WRONLY
+// or os.O_RDWR), its inode recorded before anything else happens to it.
+func createPending(op, path string, dirfd int, base, suffix string, access int) (*pendingFile, error) {
+	name := stagingName(base, suffix)
+	fd, err := sys.Open(dirfd, name, os.O_CREATE|os.O_EXCL|access, 0o600)
+	if err == syscall.ENAMETOOLONG {
+		return nil, &Error{Op: op, Path: path, Code: CodeInvalidRequest, Err: err,
+			Detail: fmt.Sprintf("the name is too long to be staged: the private staging name adds %d bytes to it", len(name)-len(base))}
+	}
+	if err != nil {
+		return nil, wrap(op, path, err)
+	}
+	s := &pendingFile{op: op, path: path, dirfd: dirfd, base: base, name: name, fd: fd}
+	// The inode is recorded first, so that every later failure can remove
+	// the staging name while it still holds this file, and only then.
+	if s.st, err = sys.Fstat(fd); err != nil {
+		sys.Close(fd)
+		return nil, wrap(op, path, err)
+	}
+	hook.Fire(hook.StageCreated, path)
 	return s, nil
 }
 

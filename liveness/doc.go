@@ -19,7 +19,13 @@
 // Two protocols share one way of acting on a verdict. [Reclaim] is the
 // judge-then-remove step: it captures a record through one no-follow
 // descriptor, lets the protocol's judge decide on exactly those bytes, and
-// removes exactly that version (exact unlink), only on [Dead]. A holder
+// removes exactly that version (exact unlink), only on [Dead], after it
+// captured the name again and found the same version there ([Removal]
+// says how: the quarantine name, the windows for a protocol's race hooks,
+// and whether the caller serializes reclaimers itself). The store lease
+// and every record removal of the state lock (a dead owner's F.lock or
+// sidecar, a superseded claim file, Recover's residue, the state file's
+// staging residue) run on it. A holder
 // that takes [HoldAttestation] on its record before writing it lets a
 // contender in the same boot ask the kernel instead of the pid rules
 // ([Attested]): no lock proves the holder's descriptor gone, however it

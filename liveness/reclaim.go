@@ -1,6 +1,7 @@
 package liveness
 
 import (
+	"errors"
 	"os"
 
 	"github.com/exactfs/exactfs"
@@ -69,23 +70,43 @@ func Attested(f *os.File) (j Judgement, ok bool) {
 // codeReclaimBusy: another process is removing the same record right now.
 const codeReclaimBusy exactfs.Code = "reclaim_busy"
 
+// Removal is how Reclaim removes a record judged Dead. Quarantine returns
+// the name the exact unlink moves the record to. Judged and Removing, when
+// set, run at the two windows of the removal: Judged after the verdict and
+// before the record is captured again, Removing after that capture proved
+// it unchanged and just before the unlink. A protocol's tests plant a
+// successor there (internal/hook).
+//
+// Unguarded skips the reclaim flock, for a caller that keeps other
+// reclaimers of the name out itself (the state lock removes records only
+// under its transition claim, and a flock there could meet the lock's own
+// byte-range locks where a filesystem emulates flock with them).
+type Removal struct {
+	Quarantine       func() string
+	Judged, Removing func()
+	Unguarded        bool
+}
+
 // Reclaim is the judge-then-remove step. It opens name in d without
 // following a symlink, captures one version of it through that descriptor,
 // and asks judge about exactly those bytes. Unless the verdict is Dead,
 // nothing is touched and the judgement is returned with a nil error. On
-// Dead, Reclaim takes an exclusive flock on the record, so that reclaimers
+// Dead, Reclaim takes an exclusive flock on the record (unless Unguarded), so that reclaimers
 // in other Go processes take turns instead of racing one exact unlink
 // (interleaved exchange-based unlinks can strand a placeholder at the
-// name), and removes exactly the captured version by exact unlink, the
-// bytes going to the quarantine name quarantine() returns. A successor that
-// took the name after the capture survives: identity_mismatch.
+// name), captures the name again (it must still hold the judged bytes and
+// inode), and removes exactly the judged version by exact unlink, the
+// bytes going to the quarantine name. A successor that took the name after
+// the capture survives: identity_mismatch, or not_found when the name was
+// freed meanwhile.
 //
-// The errors are those of the open and the capture (not_found: nothing is
+// The errors are those of the open and the captures (not_found: nothing is
 // there; changed_during_read: a writer was rewriting it; reparse_point,
 // not_regular_file: not a record anyone wrote), of the exact unlink
 // (identity_mismatch, atomic_unavailable, ...), or code reclaim_busy when
-// another process holds the reclaim flock.
-func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(Captured) Judgement) (Judgement, error) {
+// another process holds the reclaim flock. Judgement.Verdict is Dead when
+// the error is the removal's.
+func Reclaim(d *exactfs.Dir, name string, rm Removal, judge func(Captured) Judgement) (Judgement, error) {
 	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return Judgement{}, err
@@ -99,14 +120,54 @@ func Reclaim(d *exactfs.Dir, name string, quarantine func() string, judge func(C
 	if j.Verdict != Dead {
 		return j, nil
 	}
-	lerr := sys.Control(f, sys.TryFlock)
+	if !rm.Unguarded {
+		if err := guard(f); err != nil {
+			return j, err
+		}
+	}
+	run(rm.Judged)
+	if err := unchanged(d, name, f.Name(), id); err != nil {
+		return j, err
+	}
+	run(rm.Removing)
+	return j, d.UnlinkExact(name, id, rm.Quarantine())
+}
+
+// guard takes the reclaim flock on the record open as f.
+func guard(f *os.File) error {
+	err := sys.Control(f, sys.TryFlock)
 	switch {
-	case lerr == sys.ErrWouldBlock:
-		return j, &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: codeReclaimBusy, Err: lerr,
+	case err == sys.ErrWouldBlock:
+		return &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: codeReclaimBusy, Err: err,
 			Detail: "another process is reclaiming this record"}
-	case lerr != nil:
-		return j, &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: exactfs.CodeIOError, Err: lerr,
+	case err != nil:
+		return &exactfs.Error{Op: "reclaim", Path: f.Name(), Code: exactfs.CodeIOError, Err: err,
 			Detail: "the record could not be locked for its removal"}
 	}
-	return j, d.UnlinkExact(name, id, quarantine())
+	return nil
+}
+
+// unchanged captures name again and proves it still holds the judged
+// version (the same inode, link count and bytes): not_found when the name
+// was freed meanwhile, identity_mismatch when anything else is there or
+// the capture cannot say (a symlink planted, a writer rewriting it).
+func unchanged(d *exactfs.Dir, name, path string, judged exactfs.Identity) error {
+	_, cur, err := d.Capture(name)
+	switch {
+	case errors.Is(err, exactfs.ErrNotFound):
+		return err
+	case err != nil:
+		return &exactfs.Error{Op: "reclaim", Path: path, Code: exactfs.CodeIdentityMismatch, Err: err,
+			Detail: "the record could not be captured again after its verdict; left alone"}
+	case !cur.SameContent(judged) || cur.Nlink != judged.Nlink:
+		return &exactfs.Error{Op: "reclaim", Path: path, Code: exactfs.CodeIdentityMismatch,
+			Detail: "the record changed after its verdict; left alone"}
+	}
+	return nil
+}
+
+func run(step func()) {
+	if step != nil {
+		step()
+	}
 }

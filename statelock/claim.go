@@ -256,44 +256,30 @@ func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 	if !st.stale {
 		return false, st.why, nil
 	}
-	release, held, err := l.guardTree(l.claim, st.tree.Root())
-	if err != nil || !held {
-		return false, "", err
+	freed, blocked, err := l.removeTree(treeRemoval{name: l.claim, judged: st.tree, guard: true, detached: emptyTree,
+		afterVerdict: hook.LockAfterClaimInspection, beforeRemoval: hook.LockBeforeClaimRemoval,
+		prepare: func() (bool, error) { return l.sidecarStill(st.side) }})
+	if blocked != "" {
+		blocked = "a crashed claim whose removal is blocked by " + blocked
 	}
-	defer release()
-	hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim))
-	tree, err := l.dir.CaptureTree(l.claim)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, "", nil
+	return freed, blocked, err
+}
+
+// sidecarStill is the last step before a crashed claim's removal: the
+// sidecar judged (if there was one) must still be there, unchanged, and a
+// dead record in it is rewritten to a tombstone (entombSidecar).
+func (l *locker) sidecarStill(judged *snapshot) (ok bool, err error) {
+	if judged == nil {
+		return true, nil
 	}
-	if err != nil || !sameTree(tree, st.tree) {
-		return false, "", nil
+	cur, err := l.capture(l.sidecar)
+	if err != nil || !sameRecord(cur.id, judged.id) {
+		return false, nil
 	}
-	if st.side != nil {
-		cur, err := l.capture(l.sidecar)
-		if err != nil || !sameRecord(cur.id, st.side.id) {
-			return false, "", nil
-		}
+	if judged.released() {
+		return true, nil
 	}
-	if ok, blocked, err := l.replayDetached(l.claim, emptyTree); !ok || err != nil {
-		if blocked != "" {
-			blocked = "a crashed claim whose removal is blocked by " + blocked
-		}
-		return false, blocked, err
-	}
-	if st.side != nil && !st.side.released() {
-		if ok, err := l.entombSidecar(st.side); !ok || err != nil {
-			return false, "", err
-		}
-	}
-	hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim))
-	if err := treeRemoved(l.dir.RemoveTreeExact(l.claim, st.tree)); err != nil {
-		return false, "", err
-	}
-	if _, err := l.dir.Lstat(l.claim); err == nil {
-		return false, "", nil // the removal lost a race and changed nothing
-	}
-	return true, "", nil
+	return l.entombSidecar(judged)
 }
 
 // entombSidecar rewrites the dead record judged in the sidecar of a crashed
@@ -414,31 +400,29 @@ func treeRemoved(err error) error {
 
 // reclaimSupersededClaim handles a regular file at F.lock.transition, the
 // claim of a superseded protocol: it is reclaimed by the same exact-identity
-// rules as F.lock itself. A tombstone there is left for explicit cleanup,
-// as the reference does.
+// rules as F.lock itself (liveness.Reclaim with the lock's judge). A
+// tombstone there is left for explicit cleanup, as the reference does.
 func (l *locker) reclaimSupersededClaim() (bool, error) {
-	f, s, err := l.openCapture(l.claim)
+	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true,
+		Judged:   func() { hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim)) },
+		Removing: func() { hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim)) }}
+	j, err := liveness.Reclaim(l.dir, l.claim, rm, func(c liveness.Captured) liveness.Judgement {
+		s := newSnapshot(c.Data, c.ID)
+		if s.released() {
+			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone, left for explicit cleanup"}
+		}
+		return l.judgeRecord(s, c.File).Judgement
+	})
 	switch {
+	case j.Verdict == liveness.Dead:
+		if err := exactRemoved(err); err != nil {
+			return false, err
+		}
+		return !errors.Is(err, exactfs.ErrIdentityMismatch), nil
 	case errors.Is(err, fs.ErrNotExist):
 		return true, nil
 	case unsafeType(err):
 		return false, &unsafeError{err}
-	case err != nil:
-		return false, nil
 	}
-	v := l.judgeRecord(s, f)
-	f.Close()
-	if s.released() || !v.dead() {
-		return false, nil
-	}
-	hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim))
-	cur, err := l.capture(l.claim)
-	if err != nil || !sameRecord(cur.id, s.id) {
-		return false, nil
-	}
-	hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim))
-	if err := exactRemoved(l.dir.UnlinkExact(l.claim, s.id, quarantineName())); err != nil {
-		return false, err
-	}
-	return true, nil
+	return false, nil
 }

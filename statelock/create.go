@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
@@ -44,60 +42,36 @@ func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 	return l.createInPlace(name, rec)
 }
 
-// publishRecord creates the record whole: under a private staging name it
-// is created, locked (OFD) and written, and only then given its name by a
-// no-replace rename. So no process ever sees our record empty or torn,
-// and a holder killed at any instant leaves either no record or a whole
-// one whose kernel lock dies with it; nothing that only a person could
-// clear. (A record created in place, as the reference does, is empty
-// between the create and the write: a kill there leaves a malformed record
-// that no rule may reclaim.) The rename is not fsynced: see the package
-// documentation. Where the filesystem has no no-replace rename this
-// returns atomic_unavailable and the caller creates in place.
+// publishRecord creates the record whole (exactfs's Dir.CreateWith):
+// under a private staging name it is created, locked (OFD) and written,
+// and only then given its name by a no-replace rename. So no process ever
+// sees our record empty or torn, and a holder killed at any instant leaves
+// either no record or a whole one whose kernel lock dies with it; nothing
+// that only a person could clear. (A record created in place, as the
+// reference does, is empty between the create and the write: a kill there
+// leaves a malformed record that no rule may reclaim.) The rename is not
+// fsynced: see the package documentation. Where the filesystem has no
+// no-replace rename this returns atomic_unavailable and the caller
+// creates in place. A name that exists (nearly always: a tombstone to
+// reuse) is destination_exists, said at the cost of one lstat before
+// anything is staged.
 func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
-	// Nearly always the name exists (a tombstone to reuse): say so at the
-	// cost of one lstat, before staging anything.
-	if _, err := l.dir.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
-		if err == nil {
-			err = &fs.PathError{Op: "create", Path: l.path(name), Err: syscall.EEXIST}
+	var data []byte
+	f, id, err := l.dir.CreateWith(name, func(f *os.File) (exactfs.Identity, error) {
+		var err error
+		if rec, data, err = l.writeFresh(f, name, rec); err != nil {
+			return exactfs.Identity{}, err
 		}
-		return nil, err
+		return writtenIdentity(f, data)
+	})
+	if errors.Is(err, exactfs.ErrIdentityMismatch) {
+		// The rename moved exactly our inode, but the name no longer holds it.
+		return nil, fmt.Errorf("%w: %s is not the record we published", errRecordChanged, l.path(name))
 	}
-	stage := "." + name + "." + exactfs.NewUUID() + ".staging"
-	f, err := l.dir.OpenFile(stage, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	rec, data, err := l.writeFresh(f, name, rec)
-	var id exactfs.Identity
-	if err == nil {
-		id, err = writtenIdentity(f, data)
-	}
-	if err == nil {
-		_, err = l.dir.RenameNoReplace(stage, name)
-	}
-	if err == nil {
-		// The name must now be our inode (the rename moved exactly it).
-		var fi fs.FileInfo
-		if fi, err = l.dir.Lstat(name); err == nil {
-			if at, ok := fi.Sys().(exactfs.Identity); !ok || !at.SameInode(id) {
-				err = fmt.Errorf("%w: %s is not the record we published", errRecordChanged, l.path(name))
-			} else {
-				id.CtimeNs = at.CtimeNs
-			}
-		}
-		if err == nil {
-			return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
-		}
-		f.Close()
-		return nil, err
-	}
-	// Not published: remove our staged file, which nobody else can know.
-	if _, sid, cerr := exactfs.CaptureFile(f); cerr == nil {
-		l.dir.UnlinkExact(stage, sid, quarantineName())
-	}
-	f.Close()
-	return nil, err
+	return &heldRecord{name: name, f: f, id: id, data: data, rec: rec}, nil
 }
 
 // writeFresh is the step both ways of creating a record share: take the

@@ -91,6 +91,13 @@
 //   - lock_release_failed when someone else replaced our owner record
 //     while we held it (left alone, reported loudly).
 //
+// A *LockError is an *exactfs.Error (the one error type of exactfs and the
+// packages on it), whose Code is the reason above and the outcome:
+// exactfs.CodeOf(err) and errors.Is(err, exactfs.Sentinel(reason)) report
+// it, and a code of its cause never answers errors.Is (a
+// lock_initialization_failed caused by a missing directory is not
+// fs.ErrNotExist); errors.As reaches the cause.
+//
 // A change made by another process between two of our steps is contention,
 // never an error: a record or sidecar rewritten while we read it
 // (changed_during_read), a record that vanished or was replaced after its

@@ -13,12 +13,14 @@ import (
 
 // ErrLocked reports that the lock is held by someone else: a TryLock that
 // met a holder, or a Lock whose wait budget ran out. Check it with
-// errors.Is; the *LockError around it says who holds the lock.
-var ErrLocked = errors.New("state file lock is held")
+// errors.Is; the *LockError says who holds the lock. It matches a
+// *LockError whose reason is one of the contention reasons below.
+var ErrLocked = exactfs.Class("state file lock is held", contentionReasons...)
 
-// Reason classifies a lock failure. The values are the reference's, so that
-// operators see one vocabulary in Go and TypeScript logs.
-type Reason string
+// Reason classifies a lock failure: it is the failure's exactfs code. The
+// values are the reference's, so that operators see one vocabulary in Go
+// and TypeScript logs.
+type Reason = exactfs.Code
 
 // Reasons, as the reference names them.
 const (
@@ -44,36 +46,43 @@ const (
 	ReasonReleaseFailed Reason = "lock_release_failed"
 )
 
-// contention reports reasons that mean "someone holds it": they satisfy
-// errors.Is(err, ErrLocked).
-func (r Reason) contention() bool {
-	switch r {
-	case ReasonAcquireTimeout, ReasonTransitionClaimTimeout, ReasonOwnerLive,
-		ReasonOwnerRecordFresh, ReasonOwnerUnprovenanced, ReasonLegacyUnprovenanced:
-		return true
-	}
-	return false
-}
+// contentionReasons are the reasons that mean "someone holds it": they
+// satisfy errors.Is(err, ErrLocked).
+var contentionReasons = []Reason{ReasonAcquireTimeout, ReasonTransitionClaimTimeout, ReasonOwnerLive,
+	ReasonOwnerRecordFresh, ReasonOwnerUnprovenanced, ReasonLegacyUnprovenanced}
 
 // LockError describes a failure to acquire, judge or release a state-file
-// lock. Err is the underlying cause (an *exactfs.Error, an *fs.PathError, a
-// context error); errors.Is and errors.As see through it.
-type LockError struct {
-	LockPath string        // the F.lock path
-	Reason   Reason        // what went wrong, in the protocol's vocabulary
-	Attempts int           // acquisition attempts made
-	Elapsed  time.Duration // time spent before giving up
-	Holder   string        // who holds the lock, for contention reasons; "" if unknown
-	Err      error         // the cause, if any
+// lock. It is the one exactfs error type: Path is the F.lock path, Code the
+// reason in the protocol's vocabulary, Attempts and Elapsed what the
+// acquisition (or release) tried before giving up, Holder who holds the
+// lock for contention reasons ("" if unknown), and Err the cause, if any
+// (an *exactfs.Error, an *fs.PathError, a context error).
+//
+// As for every exactfs error, the reason is the outcome: errors.Is matches
+// the reason's sentinel (exactfs.Sentinel(reason), and ErrLocked for the
+// contention reasons) and never a code of the cause (a missing directory
+// under lock_initialization_failed is not fs.ErrNotExist); errors.As
+// reaches the cause, and errors.Is its other errors (context.Canceled, an
+// errno).
+type LockError = exactfs.Error
+
+// lockError makes the error of a lock failure, its message included:
+// statelock's errors are whole sentences ("state.json.lock is locked: held
+// by pid 4242 on this host (alive) since 12s"), so they carry no Op.
+func lockError(lockPath string, reason Reason, attempts int, elapsed time.Duration, holder string, err error) *LockError {
+	e := &LockError{Path: lockPath, Code: reason, Attempts: attempts, Elapsed: elapsed, Holder: holder, Err: err}
+	e.Detail = sentence(e)
+	return e
 }
 
-func (e *LockError) Error() string {
-	name := filepath.Base(e.LockPath)
+// sentence says what failed, for a person; the code and the cause follow it.
+func sentence(e *LockError) string {
+	name := filepath.Base(e.Path)
 	var b strings.Builder
-	switch e.Reason {
+	switch e.Code {
 	case ReasonAcquireTimeout, ReasonTransitionClaimTimeout:
 		what := name
-		if e.Reason == ReasonTransitionClaimTimeout {
+		if e.Code == ReasonTransitionClaimTimeout {
 			what = name + ".transition (the transition claim)"
 		}
 		verb := "timed out after %s waiting for %s (%d attempts)"
@@ -97,29 +106,7 @@ func (e *LockError) Error() string {
 	if e.Holder != "" {
 		fmt.Fprintf(&b, ": held by %s", e.Holder)
 	}
-	fmt.Fprintf(&b, " (%s)", e.Reason)
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
 	return b.String()
-}
-
-// Unwrap returns the reason, as the *exactfs.Error whose Code is it (so
-// exactfs.CodeOf reports a lock failure by its reason, in the one error
-// vocabulary), and the cause. Both stay visible to errors.Is and
-// errors.As: the CLI classifies a failure by the cause's code too (a
-// symlink at the lock path, a missing directory).
-func (e *LockError) Unwrap() []error {
-	reason := &exactfs.Error{Op: "lock", Path: e.LockPath, Code: exactfs.Code(e.Reason)}
-	if e.Err == nil {
-		return []error{reason}
-	}
-	return []error{reason, e.Err}
-}
-
-// Is makes a contention failure match ErrLocked.
-func (e *LockError) Is(target error) bool {
-	return target == ErrLocked && e.Reason.contention()
 }
 
 // roundDur prints a duration the way a person reads a wait: "5s", "1.2s", "40ms".

@@ -102,7 +102,7 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		st.State = StateFree
 	case err != nil:
-		return st, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+		return st, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	case fi.IsDir():
 		st.State = StateLegacy
 		tree, err := l.dir.CaptureTree(l.lockName)
@@ -150,11 +150,11 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 	}
 	st.Residue, err = l.residue()
 	if err != nil {
-		return st, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+		return st, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	}
 	for i := range st.Residue {
 		if r := &st.Residue[i]; l.stateResidue(*r) {
-			if _, keep := l.judgeStateResidue(*r); keep != "" {
+			if keep := l.sweepOne(*r, false); keep != "" {
 				r.Note = "kept: " + keep
 			} else {
 				r.Removable = true

@@ -83,9 +83,10 @@ func legacyDetached(t *exactfs.Tree) bool {
 // reclaimLegacy evaluates a legacy F.lock/ directory and removes it when
 // it is stale. The identity brackets the verdict: the tree is captured
 // before it and again after it, and removed (by exact tree removal of that
-// snapshot) only when both captures are the same tree. A legacy writer takes
-// no claim, so it can replace the judged directory with a live one at any
-// moment; the bracket makes the reclaim decline instead of deleting it.
+// snapshot) only when both captures are the same tree (removeTree). A
+// legacy writer takes no claim, so it can replace the judged directory with
+// a live one at any moment; the bracket makes the reclaim decline instead
+// of deleting it.
 func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
 	before, err := l.dir.CaptureTree(l.lockName)
 	switch {
@@ -98,30 +99,18 @@ func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
 	if !v.stale {
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: v.holder}, nil
 	}
-	hook.Fire(hook.LockAfterLegacyVerdict, l.path(l.lockName))
-	after, err := l.dir.CaptureTree(l.lockName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil, nil
-	}
-	if err != nil || !sameTree(before, after) {
-		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed after its verdict"}, nil
-	}
-	// A removal of an earlier legacy directory killed after its detach left
-	// F.lock.removing: finish it first, or this one could never detach.
-	if ok, blocked, err := l.replayDetached(l.lockName, legacyDetached); err != nil || !ok {
-		if blocked == "" {
-			blocked = "the removal of an earlier legacy lock directory, still in progress"
-		}
+	// Under the transition claim: no guard. A removal of an earlier legacy
+	// directory killed after its detach left F.lock.removing: removeTree
+	// finishes it first, or this one could never detach.
+	freed, blocked, err := l.removeTree(treeRemoval{name: l.lockName, judged: before, detached: legacyDetached,
+		afterVerdict: hook.LockAfterLegacyVerdict, beforeRemoval: hook.LockBeforeLegacyRemoval})
+	switch {
+	case freed || (err != nil && blocked == ""):
+		return freed, nil, err
+	case blocked != "":
 		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a stale legacy lock directory whose removal is blocked by " + blocked}, err
 	}
-	hook.Fire(hook.LockBeforeLegacyRemoval, l.path(l.lockName))
-	err = l.dir.RemoveTreeExact(l.lockName, before)
-	switch {
-	case err == nil, errors.Is(err, exactfs.ErrNotFound), errors.Is(err, exactfs.ErrCleanupPending):
-		return true, nil, nil
-	case treeRemoved(err) == nil:
-		// Another process changed it meanwhile; the next look judges again.
-		return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed during removal"}, nil
-	}
-	return false, nil, err
+	// Another process changed it after its verdict or during its removal;
+	// the next look judges again.
+	return false, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory that changed after its verdict"}, nil
 }

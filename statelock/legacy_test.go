@@ -114,7 +114,7 @@ func TestLegacyDirectoryKept(t *testing.T) {
 			before := treeOf(t, e.lock)
 			_, err := TryLock(e.state, e.opts(c.opts...)...)
 			var le *LockError
-			if !errors.As(err, &le) || le.Reason != ReasonLegacyUnprovenanced || !errors.Is(err, ErrLocked) {
+			if !errors.As(err, &le) || le.Code != ReasonLegacyUnprovenanced || !errors.Is(err, ErrLocked) {
 				t.Fatalf("TryLock: %v", err)
 			}
 			assertTreeSame(t, e.lock, before)

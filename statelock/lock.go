@@ -95,108 +95,26 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 
 // acquire runs attempts until one succeeds, the budget runs out or ctx is
 // done. Between attempts it sleeps (backoff, woken early by a change of
-// F.lock), so a waiter costs almost no CPU.
+// F.lock), so a waiter costs almost no CPU. The steps are acquisition's
+// (acquire.go).
 func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
-	start := time.Now()
-	var (
-		bo, claimBo backoff
-		w           *waker
-		tk          *ticket
-		attempts    int
-		last        *contention
-	)
-	claimBo.min, claimBo.max = claimRetryMin, claimRetryMax
-	defer func() { w.close(); tk.leave() }()
-	fail := func(reason Reason, c *contention, err error) (*Held, error) {
-		e := &LockError{LockPath: l.lockPath, Reason: reason, Attempts: attempts, Elapsed: time.Since(start), Err: err}
-		if c != nil {
-			e.Holder = l.described(c).who()
-		}
-		return nil, e
-	}
+	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
+	a.claimBo.min, a.claimBo.max = claimRetryMin, claimRetryMax
+	defer a.end()
 	for {
 		if err := ctx.Err(); err != nil {
-			return fail(timeoutReason(last), last, err)
+			return nil, a.fail(timeoutReason(a.last), a.last, err)
 		}
-		attempts++
-		var (
-			h       *heldRecord
-			c       *contention
-			err     error
-			skipped bool // no attempt: others go first
-			behind  bool // waiting for a waiter ahead, not for the holder
-		)
+		a.attempts++
+		h, c, how, err := a.try()
 		switch {
-		case attempts == 1 && !once:
-			// A new caller looks before it takes the claim: at a holder the
-			// kernel vouches for, or at waiters that have waited long enough
-			// to go first (queue.go). Taking the claim while the lock is held
-			// would only write records for nothing, and every such write is
-			// more for the holder's fsync to flush.
-			c, skipped = l.look()
-			behind = skipped
-		case tk != nil && !l.first(tk):
-			c, skipped, behind = last, true, true
-		case last != nil:
-			// Waiting on a holder: look without taking the claim first, so
-			// that waiters do not crowd the claim the holder needs to release.
-			c = l.peek(last, tk)
+		case err != nil:
+			return nil, a.failed(err)
+		case h != nil:
+			return a.held(h), nil
 		}
-		if c == nil {
-			h, c, err = l.attempt()
-		}
-		if err != nil {
-			var u *unsafeError
-			if errors.As(err, &u) {
-				return fail(ReasonUnsafePathType, nil, u.err)
-			}
-			var ie *initError
-			if errors.As(err, &ie) {
-				return fail(ReasonInitFailed, nil, ie.err)
-			}
-			return fail(ReasonInspectionFailed, nil, err)
-		}
-		if h != nil {
-			held := &Held{l: l, rec: h}
-			if l.sweepDue || l.firstHold() {
-				held.residue = l.sweepResidue()
-			}
-			return held, nil
-		}
-		if c == nil {
-			c = &contention{reason: ReasonOwnerLive, holder: "an unidentified holder"}
-		}
-		if !skipped || last == nil {
-			last = c
-		}
-		remaining := budget - time.Since(start)
-		if once {
-			return fail(c.reason, c, nil)
-		}
-		if remaining <= 0 {
-			return fail(timeoutReason(c), c, nil)
-		}
-		if c.reason == ReasonTransitionClaimTimeout && !skipped {
-			if err := sleepCtx(ctx, claimBo.step(remaining)); err != nil {
-				return fail(timeoutReason(c), c, err)
-			}
-			continue
-		}
-		claimBo.reset()
-		if w == nil {
-			// Arm the watch and take a place in the queue, then look again at
-			// once: a release between the failed attempt and the watch would
-			// otherwise cost a full sleep.
-			w = newWaker(l.dir.Name(), l.lockName)
-			tk = l.join(nil)
-			continue
-		}
-		// The sleep only bounds how late a change that produced no event is
-		// noticed; a release wakes us through the watch. So the backoff
-		// keeps growing across wakes: resetting it would make every waiter
-		// poll at 5 ms after each handoff.
-		if _, err := w.wait(ctx, bo.step(remaining), !behind); err != nil {
-			return fail(timeoutReason(c), c, err)
+		if err := a.wait(c, how); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -337,7 +255,7 @@ func (h *Held) unlock(early, away bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
-		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Err: errors.New("already unlocked")}
+		return lockError(h.l.lockPath, ReasonReleaseFailed, 0, 0, "", errors.New("already unlocked"))
 	}
 	h.done = true
 	if !early {
@@ -346,7 +264,7 @@ func (h *Held) unlock(early, away bool) error {
 	start := time.Now()
 	attempts, err := h.l.release(h.rec, away)
 	if err != nil {
-		return &LockError{LockPath: h.l.lockPath, Reason: ReasonReleaseFailed, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+		return lockError(h.l.lockPath, ReasonReleaseFailed, attempts, time.Since(start), "", err)
 	}
 	return nil
 }

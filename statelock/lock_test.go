@@ -61,7 +61,7 @@ func TestTryLockContention(t *testing.T) {
 	t.Log(err, time.Since(start))
 	_, err = Lock(context.Background(), e.state, e.opts(WithWait(300*time.Millisecond))...)
 	var le *LockError
-	if !errors.As(err, &le) || le.Reason != ReasonAcquireTimeout || !errors.Is(err, ErrLocked) {
+	if !errors.As(err, &le) || le.Code != ReasonAcquireTimeout || !errors.Is(err, ErrLocked) {
 		t.Fatalf("Lock with a short budget: %v", err)
 	}
 	t.Log(err)

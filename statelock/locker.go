@@ -89,7 +89,7 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	c := newConfig(opts)
 	lockPath := stateFile + lockSuffix
 	fail := func(err error) (*locker, error) {
-		return nil, &LockError{LockPath: lockPath, Reason: ReasonInitFailed, Err: err}
+		return nil, lockError(lockPath, ReasonInitFailed, 0, 0, "", err)
 	}
 	dirPath, base := filepath.Split(stateFile)
 	if base == "" || base == "." || base == ".." {

@@ -212,7 +212,7 @@ func TestTimeoutNamesHolderSeenThroughKernelLock(t *testing.T) {
 	defer h.Unlock()
 	_, err = Lock(context.Background(), e.state, e.opts(WithWait(300*time.Millisecond))...)
 	var le *LockError
-	if !errors.As(err, &le) || le.Reason != ReasonAcquireTimeout {
+	if !errors.As(err, &le) || le.Code != ReasonAcquireTimeout {
 		t.Fatalf("got %v, want an acquire timeout", err)
 	}
 	want := fmt.Sprintf("held by pid %d on this host", os.Getpid())

@@ -172,7 +172,7 @@ func TestLivePeerRewritesSidecarDuringReclaim(t *testing.T) {
 		t.Fatal("the race window was not reached")
 	}
 	var le *LockError
-	if !errors.As(err, &le) || le.Reason != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) {
+	if !errors.As(err, &le) || le.Code != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) {
 		t.Fatalf("reclaimer racing a live peer: %v (want the claim busy)", err)
 	}
 	// The peer releases: its sidecar becomes a tombstone, its claim goes.
@@ -271,7 +271,7 @@ func TestLegacyRemovalReplayed(t *testing.T) {
 				return
 			}
 			var le *LockError
-			if !errors.As(err, &le) || le.Reason != ReasonLegacyUnprovenanced || !strings.Contains(err.Error(), removing) {
+			if !errors.As(err, &le) || le.Code != ReasonLegacyUnprovenanced || !strings.Contains(err.Error(), removing) {
 				t.Fatalf("TryLock: %v (want the legacy lock refused, naming %s)", err, removing)
 			}
 			if lerr != nil {
@@ -294,7 +294,7 @@ func TestForeignDetachedClaimKept(t *testing.T) {
 	os.WriteFile(filepath.Join(removing, "x"), []byte("someone's"), 0o600)
 	_, err := TryLock(e.state, e.opts()...)
 	var le *LockError
-	if !errors.As(err, &le) || le.Reason != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) ||
+	if !errors.As(err, &le) || le.Code != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) ||
 		!strings.Contains(err.Error(), removing) {
 		t.Fatalf("TryLock: %v (want the claim busy, naming %s)", err, removing)
 	}

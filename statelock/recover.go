@@ -9,6 +9,7 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/idle"
+	"github.com/exactfs/exactfs/liveness"
 )
 
 // Thresholds of explicit recovery.
@@ -61,7 +62,7 @@ func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 	acts = append(acts, l.recoverLock(dryRun)...)
 	res, err := l.residue()
 	if err != nil {
-		return acts, &LockError{LockPath: l.lockPath, Reason: ReasonInspectionFailed, Err: err}
+		return acts, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	}
 	for _, r := range res {
 		if a, ok := l.recoverResidue(r, dryRun); ok {
@@ -133,35 +134,41 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	// The removal is bound to the snapshot the evidence was taken from, under
 	// the claim's reclaim guard (no reclaimer is at it meanwhile), after any
 	// removal a killed reclaimer left detached is finished.
-	release, held, err := l.guardTree(l.claim, cs.tree.Root())
-	if err == nil && !held {
-		err = errors.New("another process is removing this claim right now")
-	}
-	if err != nil {
+	freed, blocked, err := l.removeTree(treeRemoval{name: l.claim, judged: cs.tree, guard: true, detached: emptyTree})
+	switch {
+	case err != nil:
 		acts[0].Err = err
 		return acts
-	}
-	defer release()
-	if ok, blocked, rerr := l.replayDetached(l.claim, emptyTree); !ok || rerr != nil {
-		if rerr == nil && blocked != "" {
-			rerr = errors.New("an earlier removal of this claim is still detached: " + blocked)
-		} else if rerr == nil {
-			rerr = errors.New("another process is finishing an earlier removal of this claim")
-		}
-		acts[0].Err = rerr
+	case blocked != "":
+		acts[0].Err = errors.New("an earlier removal of this claim is still detached: " + blocked)
 		return acts
-	}
-	err = l.dir.RemoveTreeExact(l.claim, cs.tree)
-	if err != nil && !errors.Is(err, exactfs.ErrCleanupPending) {
-		acts[0].Err = err
+	case !freed:
+		acts[0].Err = errors.New("the claim changed since it was judged, or another process is removing it right now; left alone")
 		return acts
 	}
 	acts[0].Done = true
 	if side != nil {
-		err := l.dir.UnlinkExact(l.sidecar, side.id, quarantineName())
-		acts[1].Done, acts[1].Err = err == nil || errors.Is(err, exactfs.ErrCleanupPending), err
+		// Exactly the sidecar judged above, whoever took the claim since.
+		_, err := liveness.Reclaim(l.dir, l.sidecar, liveness.Removal{Quarantine: quarantineName},
+			func(c liveness.Captured) liveness.Judgement { return sameAs(c, side.id) })
+		acts[1].Done, acts[1].Err = removedOrPending(err)
 	}
 	return acts
+}
+
+// sameAs is the verdict on a record Recover judged before: Dead (remove it)
+// when c is that very version, Unknown (keep it) otherwise.
+func sameAs(c liveness.Captured, judged exactfs.Identity) liveness.Judgement {
+	if !sameRecord(c.ID, judged) {
+		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "changed since it was judged"}
+	}
+	return liveness.Judgement{Verdict: liveness.Dead, Reason: "the version judged"}
+}
+
+// removedOrPending is a recovery step's outcome from its removal's error:
+// done (with residue pending or not), or refused with the error.
+func removedOrPending(err error) (done bool, _ error) {
+	return err == nil || errors.Is(err, exactfs.ErrCleanupPending), err
 }
 
 func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
@@ -180,40 +187,58 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 		return Action{}, false
 	}
 	a := Action{Kind: kind, Path: l.path(r.Name)}
-	f, s, err := l.openCapture(r.Name)
-	if err != nil {
+	rm := liveness.Removal{Quarantine: func() string { return placeholderFree(r.Name) }}
+	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
+		a.Evidence = residueEvidence(r.Kind, c)
+		return recoverVerdict(a.Evidence, dryRun)
+	})
+	if a.Evidence == "" {
 		return a, false
 	}
-	held, _ := ofdHeld(f)
-	f.Close()
-	data, id := s.data, s.id
+	if !dryRun {
+		a.Done, a.Err = removedOrPending(err)
+	}
+	return a, true
+}
+
+// recoverVerdict turns a recovery rule's evidence into the verdict Reclaim
+// acts on: Dead (remove) when there is evidence and the caller does not
+// keep it anyway (a dry run, a look).
+func recoverVerdict(evidence string, keep bool) liveness.Judgement {
+	if evidence == "" || keep {
+		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "kept"}
+	}
+	return liveness.Judgement{Verdict: liveness.Dead, Reason: evidence}
+}
+
+// residueEvidence is Recover's rule for a residue file of the given kind:
+// why it is provably safe to remove, or "" to keep it. No kernel lock may
+// be held on it, it must have one link and be RecoverResidueAge old.
+func residueEvidence(kind string, c liveness.Captured) string {
+	held, _ := ofdHeld(c.File)
+	data, id := c.Data, c.ID
 	if held || id.Nlink != 1 || age(id) < RecoverResidueAge {
-		return a, false
+		return ""
 	}
-	switch r.Kind {
+	switch kind {
 	case "placeholder":
 		if len(data) != 0 {
-			return a, false
+			return ""
 		}
-		a.Evidence = fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
+		return fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
 	case "quarantine":
 		// A quarantined record was detached from F.lock by an exact unlink
 		// that did not finish; nobody holds a lock through this name.
 		if _, err := ParseRecord(data); err != nil && len(data) != 0 {
-			return a, false
+			return ""
 		}
-		a.Evidence = fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
+		return fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
 	case "staging":
 		// An owner record staged for publishing whose creator died before
 		// the rename: no kernel lock is held on it any more.
-		a.Evidence = fmt.Sprintf("unpublished owner record, %s old, no kernel lock on it", roundDur(age(id)))
+		return fmt.Sprintf("unpublished owner record, %s old, no kernel lock on it", roundDur(age(id)))
 	}
-	if dryRun {
-		return a, true
-	}
-	err = l.dir.UnlinkExact(r.Name, id, placeholderFree(r.Name))
-	a.Done, a.Err = err == nil || errors.Is(err, exactfs.ErrCleanupPending), err
-	return a, true
+	return ""
 }
 
 // placeholderFree picks a quarantine name for removing residue itself.
@@ -224,40 +249,55 @@ func placeholderFree(string) string { return quarantineName() }
 // (a writer killed between creating and writing it; exactfs itself never
 // leaves one, it publishes records whole). It must be at least staleAge
 // old, with no kernel lock on it, and is removed under the transition
-// claim by exact unlink of the judged bytes, so a successor keeps the name.
+// claim by exact unlink of the judged bytes (judged again under the claim),
+// so a successor keeps the name.
 func (l *locker) recoverLock(dryRun bool) []Action {
-	f, s, err := l.openCapture(l.lockName)
-	if err != nil {
+	a := Action{Kind: "remove-lock", Path: l.lockPath}
+	var judged exactfs.Identity
+	look := func(c liveness.Captured) liveness.Judgement {
+		a.Evidence, judged = abandonedLock(c), c.ID
+		return recoverVerdict("", true) // a look: never removes
+	}
+	if liveness.Reclaim(l.dir, l.lockName, liveness.Removal{}, look); a.Evidence == "" {
 		return nil
 	}
-	held, _ := ofdHeld(f)
-	f.Close()
-	if held || s.rec != nil || age(s.id) < staleAge {
-		return nil
-	}
-	if _, ok := historicalUnreleased(s.data); ok {
-		return nil // judged by its pid by Lock itself
-	}
-	a := Action{Kind: "remove-lock", Path: l.lockPath, Evidence: fmt.Sprintf(
-		"malformed owner record of %d bytes, %s old, no kernel lock on it: its writer died between creating and writing it",
-		len(s.data), roundDur(age(s.id)))}
 	if dryRun {
 		return []Action{a}
 	}
+	changed := false
 	busy, err := l.withClaim(func() error {
-		cur, err := l.capture(l.lockName)
-		if err != nil || !sameRecord(cur.id, s.id) {
+		rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
+		_, err := liveness.Reclaim(l.dir, l.lockName, rm, func(c liveness.Captured) liveness.Judgement {
+			changed = !sameRecord(c.ID, judged) || abandonedLock(c) == ""
+			return recoverVerdict(a.Evidence, changed)
+		})
+		if changed || errors.Is(err, exactfs.ErrIdentityMismatch) || errors.Is(err, exactfs.ErrNotFound) {
 			return fmt.Errorf("%w since it was judged; left alone", errRecordChanged)
 		}
-		return l.dir.UnlinkExact(l.lockName, s.id, quarantineName())
+		return err
 	})
 	switch {
 	case busy != nil:
 		a.Err = fmt.Errorf("the transition claim is busy: %s", busy.holder)
-	case err != nil && !errors.Is(err, exactfs.ErrCleanupPending):
-		a.Err = err
 	default:
-		a.Done = true
+		a.Done, a.Err = removedOrPending(err)
 	}
 	return []Action{a}
+}
+
+// abandonedLock is Recover's rule for F.lock: a record that does not parse
+// (and is not the historical released:false shape, which Lock judges by
+// its pid), at least staleAge old, with no kernel lock on it. It returns
+// the evidence, or "" to keep it.
+func abandonedLock(c liveness.Captured) string {
+	s := newSnapshot(c.Data, c.ID)
+	held, _ := ofdHeld(c.File)
+	if held || s.rec != nil || age(s.id) < staleAge {
+		return ""
+	}
+	if _, ok := historicalUnreleased(s.data); ok {
+		return ""
+	}
+	return fmt.Sprintf("malformed owner record of %d bytes, %s old, no kernel lock on it: its writer died between creating and writing it",
+		len(s.data), roundDur(age(s.id)))
 }

@@ -3,7 +3,6 @@ package statelock
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -110,45 +109,63 @@ func (l *locker) firstHold() bool {
 	return true
 }
 
-// judgeStateResidue proves what it can about r: the identity to remove,
-// or why it must be kept.
-func (l *locker) judgeStateResidue(r Residue) (exactfs.Identity, string) {
-	f, err := l.dir.OpenFile(r.Name, os.O_RDONLY, 0)
+// sweepOne judges r (liveness.Reclaim, with judgeStateResidue as the
+// judge) and, when remove is set and r is provably inert, removes exactly
+// the version judged (under the lock we hold: no reclaim flock). It
+// returns why r is kept, or "" when it was removed (or, without remove,
+// may be).
+func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
+	judged := false
+	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
+	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
+		judged, keep = true, l.judgeStateResidue(r, c)
+		if keep != "" || !remove {
+			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "kept"}
+		}
+		return liveness.Judgement{Verdict: liveness.Dead, Reason: "inert residue"}
+	})
 	switch {
+	case keep != "":
+		return keep
+	case judged && (!remove || err == nil || errors.Is(err, exactfs.ErrCleanupPending)):
+		return ""
+	case judged:
+		return "exact unlink refused: " + err.Error()
 	case errors.Is(err, exactfs.ErrReparsePoint):
-		return exactfs.Identity{}, "a symlink: never followed or removed"
+		return "a symlink: never followed or removed"
 	case errors.Is(err, exactfs.ErrNotRegularFile):
-		return exactfs.Identity{}, "not a regular file"
-	case err != nil:
-		return exactfs.Identity{}, "cannot be opened: " + err.Error()
+		return "not a regular file"
 	}
-	defer f.Close()
-	_, id, err := exactfs.CaptureFile(f)
-	if err != nil {
-		return exactfs.Identity{}, "cannot be read exactly: " + err.Error()
-	}
+	return "cannot be opened or read exactly: " + err.Error()
+}
+
+// judgeStateResidue proves what it can about r, captured as c (its bytes
+// and identity, and the descriptor the kernel is asked through): "" when
+// it may be removed, or why it must be kept.
+func (l *locker) judgeStateResidue(r Residue, c liveness.Captured) string {
+	id := c.ID
 	if id.Nlink != 1 {
-		return id, fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", id.Nlink)
+		return fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", id.Nlink)
 	}
 	if fi, err := l.dir.Lstat(l.base); err == nil {
 		if cur, ok := fi.Sys().(exactfs.Identity); ok && cur.SameInode(id) {
-			return id, "it is the current state file"
+			return "it is the current state file"
 		}
 	}
-	why, err := idle.Unopened(f)
+	why, err := idle.Unopened(c.File)
 	if err != nil {
-		return id, "the kernel's open-file probe failed: " + err.Error()
+		return "the kernel's open-file probe failed: " + err.Error()
 	}
 	if why != "" {
-		return id, why
+		return why
 	}
 	if r.Kind == "temp" {
 		pid := l.tempPid(r.Name)
 		if dead, why := l.pidGone(pid); !dead {
-			return id, fmt.Sprintf("its writer, pid %d, is not provably dead (%s)", pid, why)
+			return fmt.Sprintf("its writer, pid %d, is not provably dead (%s)", pid, why)
 		}
 	}
-	return id, ""
+	return ""
 }
 
 // pidGone reports whether no live process has pid: kill(pid, 0) says
@@ -185,21 +202,13 @@ func (l *locker) sweepResidue() []Residue {
 		if !l.stateResidue(r) {
 			continue
 		}
-		id, keep := l.judgeStateResidue(r)
-		if keep == "" {
-			err := l.dir.UnlinkExact(r.Name, id, quarantineName())
-			switch {
-			case err == nil, errors.Is(err, exactfs.ErrCleanupPending):
-				r.Removed, r.Note = true, "removed: unopened and not the state file"
-				if r.Kind == "temp" {
-					r.Note += ", its writer dead"
-				}
-			default:
-				keep = "exact unlink refused: " + err.Error()
-			}
-		}
-		if keep != "" {
+		if keep := l.sweepOne(r, true); keep != "" {
 			r.Note = "kept: " + keep
+		} else {
+			r.Removed, r.Note = true, "removed: unopened and not the state file"
+			if r.Kind == "temp" {
+				r.Note += ", its writer dead"
+			}
 		}
 		out = append(out, r)
 	}

@@ -74,7 +74,8 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 	}
 	for try := 0; try < 4; try++ {
 		h, err := l.createRecord(name, rec)
-		if err == nil {
+		switch {
+		case err == nil:
 			if !sidecar {
 				// F.lock did not exist: a new state directory, or one made
 				// again. Its residue was never swept by a holder, whatever
@@ -82,100 +83,130 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 				l.sweepDue = true
 			}
 			return h, nil, nil
-		}
-		if errors.Is(err, errRecordChanged) {
+		case errors.Is(err, errRecordChanged):
 			continue // published, then replaced by someone else: look again
-		}
-		if !errors.Is(err, fs.ErrExist) {
+		case !errors.Is(err, fs.ErrExist):
 			return nil, nil, &initError{err}
 		}
-		fi, err := l.dir.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		h, c, again, err := l.occupied(name, rec, sidecar)
+		if !again {
+			return h, c, err
 		}
-		if err != nil {
-			return nil, nil, err
+	}
+	return nil, &contention{reason: ReasonOwnerLive, holder: "a record that kept changing"}, nil
+}
+
+// occupied deals with what is at name when creating our record there
+// failed: a legacy directory (F.lock only), something unsafe, or a record.
+// again: the name changed or was freed, create again.
+func (l *locker) occupied(name string, rec *Record, sidecar bool) (h *heldRecord, c *contention, again bool, err error) {
+	fi, err := l.dir.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, true, nil
+	case err != nil:
+		return nil, nil, false, err
+	case fi.IsDir() && !sidecar:
+		freed, c, err := l.reclaimLegacy()
+		if !freed && c == nil && err == nil {
+			c = &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory"}
 		}
-		switch {
-		case fi.IsDir() && !sidecar:
-			freed, c, err := l.reclaimLegacy()
-			if err != nil || c != nil {
-				return nil, c, err
-			}
-			if freed {
-				continue
-			}
-			return nil, &contention{reason: ReasonLegacyUnprovenanced, holder: "a legacy lock directory"}, nil
-		case !fi.Mode().IsRegular():
-			return nil, nil, unsafePath(l, name, fi.Mode())
-		}
-		if !sidecar {
-			hook.Fire(hook.LockAfterTypeDecision, l.path(name))
-		}
-		f, s, err := l.openCapture(name)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case unsafeType(err):
-			return nil, nil, &unsafeError{err}
-		case errors.Is(err, exactfs.ErrChangedDuringRead):
-			return nil, &contention{reason: ReasonOwnerRecordFresh, holder: "a record being written"}, nil
-		case err != nil:
-			return nil, nil, err
-		}
+		return nil, c, freed, err
+	case !fi.Mode().IsRegular():
+		return nil, nil, false, unsafePath(l, name, fi.Mode())
+	}
+	if !sidecar {
+		hook.Fire(hook.LockAfterTypeDecision, l.path(name))
+	}
+	return l.reclaimRecord(name, rec, sidecar)
+}
+
+// reclaimRecord judges the record at name (liveness.Reclaim: one capture,
+// the verdict on exactly those bytes, and on Dead an exact unlink of that
+// version after it is captured again). A released tombstone is reused
+// instead; a record whose owner is not provably gone is contention.
+// again: the name was freed (or changed under us), create again.
+func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldRecord, c *contention, again bool, err error) {
+	var (
+		s *snapshot
+		v verdict
+	)
+	j, err := liveness.Reclaim(l.dir, name, l.removal(name, !sidecar), func(got liveness.Captured) liveness.Judgement {
+		s = newSnapshot(got.Data, got.ID)
 		if s.released() {
-			f.Close()
-			h, err := l.reuseTombstone(name, s, rec)
-			switch {
-			case err == nil:
-				return h, nil, nil
-			case errors.Is(err, errOFDConflict):
-				return nil, &contention{reason: ReasonOwnerLive, holder: "a holder that is releasing it"}, nil
-			case errors.Is(err, errRecordChanged), errors.Is(err, fs.ErrNotExist),
-				errors.Is(err, exactfs.ErrChangedDuringRead):
-				continue
-			case unsafeType(err):
-				return nil, nil, &unsafeError{err}
-			}
-			return nil, nil, err
+			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone: reused, not removed"}
 		}
-		v := l.judgeRecord(s, f)
+		v = l.judgeRecord(s, got.File)
 		if !v.dead() && sidecar && s.rec == nil && age(s.id) >= staleAge {
 			// A malformed sidecar while we hold the claim directory: its
 			// writer lost the claim long ago (the directory was removed by
 			// recovery) and died before writing it.
 			v.Judgement.Verdict, v.Judgement.Reason = liveness.Dead, "malformed sidecar older than 30s outside any claim"
 		}
-		f.Close()
-		if !v.dead() {
-			return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, nil
-		}
-		if err := l.removeJudged(name, s, !sidecar); err != nil {
-			return nil, nil, err
-		}
-		if !sidecar {
-			l.sweepDue = true
-		}
+		return v.Judgement
+	})
+	switch {
+	case s == nil:
+		c, again, err = unreadRecord(err)
+		return nil, c, again, err
+	case s.released():
+		return l.takeTombstone(name, s, rec)
+	case j.Verdict != liveness.Dead:
+		return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, false, nil
 	}
-	return nil, &contention{reason: ReasonOwnerLive, holder: "a record that kept changing"}, nil
+	// Judged dead: err is the removal's. A successor that took the name
+	// in between keeps it; this call just loses the race and looks again.
+	if err := exactRemoved(err); err != nil {
+		return nil, nil, false, err
+	}
+	if !sidecar {
+		l.sweepDue = true
+	}
+	return nil, nil, true, nil
 }
 
-// removeJudged exactly unlinks the record that was judged dead: re-capture
-// (it must still be the judged bytes and inode), then compare-and-delete
-// that identity. A successor that took the pathname in between keeps it;
-// this call just loses the race and the caller tries again.
-func (l *locker) removeJudged(name string, judged *snapshot, hooks bool) error {
+// removal is how the state lock removes a record judged dead: exact unlink
+// to a quarantine name, under the transition claim (so without the
+// engine's reclaim flock), with F.lock's race hooks at the two windows.
+func (l *locker) removal(name string, hooks bool) liveness.Removal {
+	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
 	if hooks {
-		hook.Fire(hook.LockAfterStaleInspection, l.path(name))
+		rm.Judged = func() { hook.Fire(hook.LockAfterStaleInspection, l.path(name)) }
+		rm.Removing = func() { hook.Fire(hook.LockBeforeStaleRemoval, l.path(name)) }
 	}
-	cur, err := l.capture(name)
-	if err != nil || !sameRecord(cur.id, judged.id) {
-		return nil
+	return rm
+}
+
+// unreadRecord maps a failure to open or capture the record at name: gone
+// (create again), not a regular file (refused), being rewritten
+// (contention), or an error the filesystem raised.
+func unreadRecord(err error) (c *contention, again bool, _ error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, true, nil
+	case unsafeType(err):
+		return nil, false, &unsafeError{err}
+	case errors.Is(err, exactfs.ErrChangedDuringRead):
+		return &contention{reason: ReasonOwnerRecordFresh, holder: "a record being written"}, false, nil
 	}
-	if hooks {
-		hook.Fire(hook.LockBeforeStaleRemoval, l.path(name))
+	return nil, false, err
+}
+
+// takeTombstone reuses the inode of the released tombstone s at name.
+func (l *locker) takeTombstone(name string, s *snapshot, rec *Record) (*heldRecord, *contention, bool, error) {
+	h, err := l.reuseTombstone(name, s, rec)
+	switch {
+	case err == nil:
+		return h, nil, false, nil
+	case errors.Is(err, errOFDConflict):
+		return nil, &contention{reason: ReasonOwnerLive, holder: "a holder that is releasing it"}, false, nil
+	case errors.Is(err, errRecordChanged), errors.Is(err, fs.ErrNotExist),
+		errors.Is(err, exactfs.ErrChangedDuringRead):
+		return nil, nil, true, nil
+	case unsafeType(err):
+		return nil, nil, false, &unsafeError{err}
 	}
-	return exactRemoved(l.dir.UnlinkExact(name, judged.id, quarantineName()))
+	return nil, nil, false, err
 }
 
 // exactRemoved maps the outcome of an exact removal: done, already gone, a

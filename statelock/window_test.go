@@ -219,7 +219,7 @@ func TestUnsafeLockPathTypes(t *testing.T) {
 			withTimeout(t, 10*time.Second, func() {
 				_, err := Lock(context.Background(), e.state, e.opts(WithWait(time.Second))...)
 				var le *LockError
-				if !errors.As(err, &le) || le.Reason != ReasonUnsafePathType || !errors.Is(err, c.is) {
+				if !errors.As(err, &le) || le.Code != ReasonUnsafePathType || !errors.Is(le.Err, c.is) {
 					t.Errorf("Lock: %v", err)
 				}
 				t.Log(err)
@@ -253,7 +253,7 @@ func TestSwapAfterTypeDecision(t *testing.T) {
 			withTimeout(t, 10*time.Second, func() {
 				_, err := TryLock(e.state, e.opts()...)
 				var le *LockError
-				if !errors.As(err, &le) || le.Reason != ReasonUnsafePathType {
+				if !errors.As(err, &le) || le.Code != ReasonUnsafePathType {
 					t.Errorf("TryLock: %v", err)
 				}
 			})
@@ -375,7 +375,7 @@ func TestReleaseFindsRecordReplaced(t *testing.T) {
 	opErr := errors.New("operation failed")
 	err := Update(context.Background(), e.state, func([]byte) ([]byte, error) { return nil, opErr }, e.opts()...)
 	var le *LockError
-	if !errors.Is(err, opErr) || !errors.As(err, &le) || le.Reason != ReasonReleaseFailed {
+	if !errors.Is(err, opErr) || !errors.As(err, &le) || le.Code != ReasonReleaseFailed {
 		t.Fatalf("Update: %v", err)
 	}
 	t.Log(err)
@@ -484,7 +484,7 @@ func TestCrashedTransitionClaim(t *testing.T) {
 			}
 			_, err := TryLock(e.state, opts...)
 			var le *LockError
-			if !errors.As(err, &le) || le.Reason != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) {
+			if !errors.As(err, &le) || le.Code != ReasonTransitionClaimTimeout || !errors.Is(err, ErrLocked) {
 				t.Fatalf("TryLock: %v", err)
 			}
 			if fi, err := os.Lstat(e.claim); err != nil || !fi.IsDir() {

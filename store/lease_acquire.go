@@ -153,7 +153,7 @@ type acquirer struct {
 // record, or a racer created it first), or a final error. Otherwise the
 // lease is held and a.holder says by whom.
 func (a *acquirer) attempt() (l *Lease, progress bool, err error) {
-	j, err := liveness.Reclaim(a.d, a.lockName, retireName, a.judgeCaptured)
+	j, err := liveness.Reclaim(a.d, a.lockName, liveness.Removal{Quarantine: retireName}, a.judgeCaptured)
 	switch {
 	case j.Verdict == liveness.Dead:
 		// Judged dead: err is the removal's. A removal that failed (a

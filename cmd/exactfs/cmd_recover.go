@@ -79,123 +79,158 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	stateFile := exactfs.SystemPath(args[0])
-	lockOpts := identityOptions(o.configRoot, o.hostLocal)
-	st, plan, err := inspectLock(stateFile, lockOpts, currentConfigRoot(o.configRoot), o.minAge)
-	w := e.stdout
+	r := &recovery{w: e.stdout, stateFile: exactfs.SystemPath(args[0]), lockOpts: identityOptions(o.configRoot, o.hostLocal)}
+	st, plan, err := inspectLock(r.stateFile, r.lockOpts, currentConfigRoot(o.configRoot), o.minAge)
 	if err != nil {
 		if st != nil {
-			writeStatus(w, st)
+			writeStatus(r.w, st)
 		}
 		return err
 	}
+	r.plan = plan
 	if o.dryRun {
-		for _, p := range plan {
-			fmt.Fprintf(w, "would %s %s\n  evidence: %s\n", strings.ReplaceAll(p.Kind, "-", " "), p.Path, p.Evidence)
-		}
-		writeLeft(w, st, o.minAge)
-		if len(plan) == 0 {
-			fmt.Fprintf(w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
-		}
+		r.printPlan()
+	} else {
+		r.library()
+		took, swept := r.reclaimDead()
+		r.sweep(took, swept)
+		r.note(reapStaging(r.w, r.stateFile, plan, o))
+	}
+	writeLeft(r.w, st, o.minAge)
+	if len(plan) == 0 {
+		fmt.Fprintf(r.w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+	}
+	if o.dryRun {
 		return nil
 	}
-	var errs []error
-	notDone := 0
+	return r.outcome()
+}
 
-	// 1. The library's explicit recovery.
-	if hasLib(plan) {
-		acts, err := statelock.Recover(stateFile, false, lockOpts...)
-		for _, a := range acts {
-			fmt.Fprintf(w, "%s %s\n  evidence: %s\n", strings.ReplaceAll(a.Kind, "-", " "), a.Path, a.Evidence)
-			switch {
-			case a.Err != nil:
-				fmt.Fprintf(w, "  refused, nothing removed: %v\n", a.Err)
-				errs = append(errs, a.Err)
-			case a.Done:
-				fmt.Fprintln(w, "  done")
-			}
-		}
-		if err != nil {
-			errs = append(errs, err)
+// recovery is one real run of recover: the plan it carries out (the
+// "recover" list of exactfs status) and what went wrong so far.
+type recovery struct {
+	w         io.Writer
+	stateFile string
+	lockOpts  []statelock.Option
+	plan      []planStep
+	errs      []error // failures (exit 74, 76, 77 by their codes)
+	notDone   int     // planned actions not done, their object in use (exit 75)
+}
+
+// note counts a step's outcome: notDone planned actions not done, and err.
+func (r *recovery) note(notDone int, err error) {
+	r.notDone += notDone
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// outcome is the run's error: every failure, else the actions not done.
+func (r *recovery) outcome() error {
+	if err := errors.Join(r.errs...); err != nil {
+		return err
+	}
+	if r.notDone > 0 {
+		return notDoneError{r.notDone}
+	}
+	return nil
+}
+
+// printPlan is a dry run: what a real run would do, with the evidence.
+func (r *recovery) printPlan() {
+	for _, p := range r.plan {
+		fmt.Fprintf(r.w, "would %s %s\n  evidence: %s\n", strings.ReplaceAll(p.Kind, "-", " "), p.Path, p.Evidence)
+	}
+}
+
+// library is step 1: the library's explicit recovery (statelock.Recover),
+// when the plan holds one of its actions.
+func (r *recovery) library() {
+	if !hasLib(r.plan) {
+		return
+	}
+	acts, err := statelock.Recover(r.stateFile, false, r.lockOpts...)
+	for _, a := range acts {
+		fmt.Fprintf(r.w, "%s %s\n  evidence: %s\n", strings.ReplaceAll(a.Kind, "-", " "), a.Path, a.Evidence)
+		switch {
+		case a.Err != nil:
+			fmt.Fprintf(r.w, "  refused, nothing removed: %v\n", a.Err)
+			r.note(0, a.Err)
+		case a.Done:
+			fmt.Fprintln(r.w, "  done")
 		}
 	}
+	r.note(0, err)
+}
 
-	// 2. A provably dead holder: the library's own reclaim, by taking the
-	// lock once and releasing it. Judged again now: step 1 may have freed
-	// a claim, and anyone may have taken the lock since. The same one
-	// acquisition carries out the lock's residue sweep (stepSweep): it is
-	// this process's first, and a reclaim sweeps too.
+// reclaimDead is step 2: a provably dead holder is reclaimed by the
+// library's own rules, by taking the lock once and releasing it (with the
+// host identity of the config root it was judged under, for a record of
+// another root). Judged again now: step 1 may have freed a claim, and
+// anyone may have taken the lock since. took: an acquisition was made;
+// swept: what its residue sweep found.
+func (r *recovery) reclaimDead() (took bool, swept []statelock.Residue) {
+	for _, p := range r.plan {
+		if p.Kind != stepReclaim {
+			continue
+		}
+		fmt.Fprintf(r.w, "reclaim %s by taking the lock once and releasing it\n  evidence: %s\n", p.Path, p.Evidence)
+		tryOpts := r.lockOpts
+		if p.host != nil {
+			tryOpts = append(append([]statelock.Option{}, r.lockOpts...), statelock.WithHostIdentity(*p.host))
+		}
+		res, done := r.takeOnce(tryOpts)
+		took, swept = took || done, append(swept, res...)
+	}
+	return took, swept
+}
+
+// sweep carries out the plan's residue sweeps (stepSweep): the lock's own
+// sweep, made by an acquisition (step 2's, which is this process's first
+// and a reclaim, so it sweeps; or one made here for it), reported for each
+// planned file.
+func (r *recovery) sweep(took bool, swept []statelock.Residue) {
 	sweeps := map[string]bool{}
-	for _, p := range plan {
+	for _, p := range r.plan {
 		if p.Kind == stepSweep {
 			sweeps[p.Path] = true
 		}
 	}
-	var sweptNow []statelock.Residue
-	took := false
-	for _, p := range plan {
-		if p.Kind != stepReclaim {
-			continue
-		}
-		fmt.Fprintf(w, "reclaim %s by taking the lock once and releasing it\n  evidence: %s\n", p.Path, p.Evidence)
-		tryOpts := lockOpts
-		if p.host != nil {
-			tryOpts = append(append([]statelock.Option{}, lockOpts...), statelock.WithHostIdentity(*p.host))
-		}
-		r, done, err := takeOnce(w, stateFile, tryOpts)
-		took, sweptNow = took || done, append(sweptNow, r...)
-		if err != nil {
-			errs = append(errs, err)
-		} else if !done {
-			notDone++
-		}
-	}
 	if len(sweeps) > 0 && !took {
-		fmt.Fprintf(w, "sweep the residue of %s by taking the lock once and releasing it\n", stateFile)
-		r, done, err := takeOnce(w, stateFile, lockOpts)
-		sweptNow = append(sweptNow, r...)
-		if err != nil {
-			errs = append(errs, err)
-		} else if !done {
-			notDone++
-		}
+		fmt.Fprintf(r.w, "sweep the residue of %s by taking the lock once and releasing it\n", r.stateFile)
+		res, _ := r.takeOnce(r.lockOpts)
+		swept = append(swept, res...)
 	}
-	dir := filepath.Dir(stateFile)
-	for _, r := range sweptNow {
-		p := filepath.Join(dir, r.Name)
+	dir := filepath.Dir(r.stateFile)
+	for _, res := range swept {
+		p := filepath.Join(dir, res.Name)
 		if !sweeps[p] {
 			continue
 		}
 		delete(sweeps, p)
-		fmt.Fprintf(w, "sweep %s\n  %s\n", p, r.Note)
-		if !r.Removed {
-			notDone++
+		fmt.Fprintf(r.w, "sweep %s\n  %s\n", p, res.Note)
+		if !res.Removed {
+			r.note(1, nil)
 		}
 	}
 	for p := range sweeps {
 		if _, err := os.Lstat(p); err == nil {
-			fmt.Fprintf(w, "sweep %s\n  not done: the lock's holder did not remove it\n", p)
-			notDone++
+			fmt.Fprintf(r.w, "sweep %s\n  not done: the lock's holder did not remove it\n", p)
+			r.note(1, nil)
 		}
 	}
+}
 
-	// 3. Staging residue of interrupted writes: the store reaper.
-	n, err := reapStaging(w, stateFile, plan, o)
-	notDone += n
-	if err != nil {
-		errs = append(errs, err)
+// takeOnce is takeOnce for this run, its outcome counted.
+func (r *recovery) takeOnce(opts []statelock.Option) ([]statelock.Residue, bool) {
+	res, done, err := takeOnce(r.w, r.stateFile, opts)
+	switch {
+	case err != nil:
+		r.note(0, err)
+	case !done:
+		r.note(1, nil)
 	}
-	writeLeft(w, st, o.minAge)
-	if len(plan) == 0 {
-		fmt.Fprintf(w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if notDone > 0 {
-		return notDoneError{notDone}
-	}
-	return nil
+	return res, done
 }
 
 // takeOnce takes the lock of stateFile once and releases it, printing the

@@ -80,11 +80,12 @@ func withConflictStatus(err error, status int) error {
 	return conflictError{err: err, status: status}
 }
 
-// exitCode maps an error to its documented exit status.
+// exitCode maps an error to its documented exit status, by the outcome
+// code of an exactfs failure (outcome).
 func exitCode(err error) int {
 	var ue usageError
 	var st exitStatus
-	var le *statelock.LockError
+	code := outcome(err)
 	switch {
 	case err == nil:
 		return exitOK
@@ -96,38 +97,78 @@ func exitCode(err error) int {
 		return exitDataErr
 	case errors.As(err, new(notDoneError)):
 		return exitBusy
-	case errors.As(err, &le) && le.Reason == statelock.ReasonUnsafePathType:
-		return exitUnsafe
-	case isUnsafe(err):
+	case code == statelock.ReasonUnsafePathType, isUnsafe(code), errors.Is(err, syscall.ELOOP):
 		return exitUnsafe
 	case errors.Is(err, statelock.ErrLocked),
 		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, exactfs.ErrChangedDuringRead):
+		code == exactfs.CodeChangedDuringRead:
 		return exitBusy
-	case errors.Is(err, exactfs.ErrIdentityMismatch),
-		errors.Is(err, exactfs.ErrDestinationExists),
-		errors.Is(err, exactfs.ErrParentMismatch):
+	case code == exactfs.CodeIdentityMismatch,
+		code == exactfs.CodeDestinationExists,
+		code == exactfs.CodeParentMismatch:
 		return exitMismatch
 	}
 	return exitIO
 }
 
+// outcome returns the code that classifies err: the outermost exactfs code,
+// which is the outcome for exactfs and the packages on it, except for a
+// lock failure that only names the step that failed
+// (lock_initialization_failed, lock_inspection_failed, lock_release_failed):
+// that is classified by the coded error that made the step fail, so that a
+// symlink in the way of creating the lock is refused like any other
+// symlink. "" when err carries no code.
+func outcome(err error) exactfs.Code {
+	var e *exactfs.Error
+	for errors.As(err, &e) {
+		switch e.Code {
+		case statelock.ReasonInitFailed, statelock.ReasonInspectionFailed, statelock.ReasonReleaseFailed:
+			if exactfs.CodeOf(e.Err) != "" {
+				err = e.Err
+				continue
+			}
+		}
+		return e.Code
+	}
+	return exactfs.CodeOf(err)
+}
+
+// lockReasons are the codes of statelock's failures.
+var lockReasons = map[exactfs.Code]bool{
+	statelock.ReasonAcquireTimeout: true, statelock.ReasonTransitionClaimTimeout: true,
+	statelock.ReasonOwnerLive: true, statelock.ReasonOwnerRecordFresh: true,
+	statelock.ReasonOwnerUnprovenanced: true, statelock.ReasonLegacyUnprovenanced: true,
+	statelock.ReasonUnsafePathType: true, statelock.ReasonInitFailed: true,
+	statelock.ReasonInspectionFailed: true, statelock.ReasonReleaseFailed: true,
+}
+
+// lockFailed returns the state lock's failure in err, if its outcome is
+// one (its code is a lock reason), or nil.
+func lockFailed(err error) *statelock.LockError {
+	var e *statelock.LockError
+	if errors.As(err, &e) && lockReasons[e.Code] {
+		return e
+	}
+	return nil
+}
+
 // isUnsafe reports a refusal because of what occupies a path: the codes
 // exactfs uses for a symlink, a non-regular file, a directory where a file
 // belongs, and a hard-linked file whose other name would keep its bytes.
-func isUnsafe(err error) bool {
-	return errors.Is(err, exactfs.ErrReparsePoint) ||
-		errors.Is(err, exactfs.ErrNotRegularFile) ||
-		errors.Is(err, exactfs.ErrNotDirectory) ||
-		errors.Is(err, exactfs.ErrUnsupportedEntry) ||
-		errors.Is(err, exactfs.ErrHardLinkUnsupported) ||
-		errors.Is(err, syscall.ELOOP)
+func isUnsafe(code exactfs.Code) bool {
+	switch code {
+	case exactfs.CodeReparsePoint, exactfs.CodeNotRegularFile, exactfs.CodeNotDirectory,
+		exactfs.CodeUnsupportedEntry, exactfs.CodeHardLinkUnsupported:
+		return true
+	}
+	return false
 }
 
 // hintFor says what to do about err, in one line, or "".
 func hintFor(err error, code int) string {
-	var le *statelock.LockError
-	isLock := errors.As(err, &le)
+	le := lockFailed(err)
+	isLock := le != nil
+	oc := outcome(err)
 	switch {
 	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
 		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
@@ -136,15 +177,15 @@ func hintFor(err error, code int) string {
 		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
 	case code == exitBusy:
 		return "the file changed while it was read; retry"
-	case code == exitUnsafe && errors.Is(err, exactfs.ErrReparsePoint) && symlinkHintFor(err) != "":
+	case code == exitUnsafe && oc == exactfs.CodeReparsePoint && symlinkHintFor(err) != "":
 		return symlinkHintFor(err)
 	case code == exitUnsafe && isLock:
 		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
-	case code == exitUnsafe && errors.Is(err, exactfs.ErrHardLinkUnsupported):
+	case code == exitUnsafe && oc == exactfs.CodeHardLinkUnsupported:
 		return "the file has another name; remove the other hard link first, or use plain rm if that is what you mean"
 	case code == exitUnsafe:
 		return "nothing was followed or changed; exactfs only operates on regular files and directories it can prove"
-	case code == exitMismatch && errors.Is(err, exactfs.ErrDestinationExists):
+	case code == exitMismatch && oc == exactfs.CodeDestinationExists:
 		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
 	case code == exitMismatch:
 		return "nothing was changed; run 'exactfs stat' again to see what is there now"
@@ -156,11 +197,11 @@ func hintFor(err error, code int) string {
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(missingDirError)):
 		return "check the path for a typo; create the directory first (mkdir -p), or pass --mkdir to have it created (mode 0700)"
-	case errors.Is(err, exactfs.ErrAtomicUnavailable):
+	case oc == exactfs.CodeAtomicUnavailable:
 		return "this filesystem cannot rename without replacing (NFS, some FUSE); run 'exactfs doctor' for details"
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, exactfs.ErrNotFound):
+	case oc == exactfs.CodeNotFound || (oc == "" && errors.Is(err, fs.ErrNotExist)):
 		return "nothing is at that path"
-	case errors.Is(err, exactfs.ErrCleanupPending):
+	case oc == exactfs.CodeCleanupPending:
 		return "the operation is done; the residue listed above is named so that 'exactfs recover' or a reaper can prove and remove it"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the filesystem is full (no space, no inodes, or over quota); free some and run the command again"

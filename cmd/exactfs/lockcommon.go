@@ -265,8 +265,7 @@ func lockEnv(h *statelock.Held) []string {
 // the caller asked for that.
 func lockFailure(err error, f *lockFlags) error {
 	if f.silentOnConflict() && exitCode(err) == exitBusy {
-		var le *statelock.LockError
-		if errors.As(err, &le) {
+		if lockFailed(err) != nil {
 			return exitStatus(f.conflictExit)
 		}
 	}

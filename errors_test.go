@@ -1,0 +1,45 @@
+package exactfs
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+)
+
+// A Class is one sentinel for several codes, and an outcome like a code's
+// sentinel: the outermost *Error answers it, never a cause below.
+func TestClassMatchesItsCodesOutermostOnly(t *testing.T) {
+	const held, waited, other Code = "held_here", "waited_out", "other_failure"
+	busy := Class("busy", held, waited)
+	for _, c := range []Code{held, waited} {
+		if err := error(&Error{Path: "/x", Code: c}); !errors.Is(err, busy) {
+			t.Errorf("%s does not match its class", c)
+		}
+	}
+	inner := &Error{Path: "/x", Code: held}
+	outer := error(&Error{Path: "/x", Code: other, Err: inner})
+	if errors.Is(outer, busy) {
+		t.Error("a cause's code answered the class of the outer error")
+	}
+	var got *Error
+	if !errors.As(outer, &got) || got.Code != other || !errors.As(got.Err, &got) || got.Code != held {
+		t.Error("the cause is not reachable with errors.As")
+	}
+	if errors.Is(&Error{Code: CodeNotFound}, busy) || !errors.Is(&Error{Code: CodeNotFound}, fs.ErrNotExist) {
+		t.Error("the class changed how other codes match")
+	}
+}
+
+// An Error without an Op is its sentence, its code, then its cause.
+func TestErrorWithoutOpIsItsSentence(t *testing.T) {
+	cause := &Error{Op: "open", Path: "/x/s.lock", Code: CodeNotFound}
+	err := &Error{Path: "/x/s.lock", Code: "lock_initialization_failed", Detail: "cannot take s.lock", Err: cause}
+	want := "cannot take s.lock (lock_initialization_failed): open /x/s.lock: nothing is there (not_found)"
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	bare := &Error{Path: "/x/s.lock", Code: "lock_release_failed"}
+	if want := "/x/s.lock: lock release failed (lock_release_failed)"; bare.Error() != want {
+		t.Errorf("got  %q\nwant %q", bare.Error(), want)
+	}
+}

@@ -1,0 +1,135 @@
+package statelock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// acquisition is one acquire call: its budget and what its attempts have
+// learned so far.
+type acquisition struct {
+	l       *locker
+	ctx     context.Context
+	budget  time.Duration
+	once    bool // TryLock: one attempt
+	start   time.Time
+	bo      backoff // the sleeps while a holder keeps the lock
+	claimBo backoff // the sleeps while the transition claim is busy
+	w       *waker
+	tk      *ticket
+	// attempts made, and the contention of the last one that looked at
+	// the lock itself (a skipped attempt keeps the one before).
+	attempts int
+	last     *contention
+}
+
+// tried says how an attempt that did not take the lock went.
+type tried struct {
+	skipped bool // no attempt: others go first
+	behind  bool // waiting for a waiter ahead, not for the holder
+}
+
+// end gives back the watch and the place in the queue.
+func (a *acquisition) end() { a.w.close(); a.tk.leave() }
+
+// try makes one attempt. It only looks, without taking the claim, when it
+// can tell the lock is not for it now: a new caller at a holder the kernel
+// vouches for, or at waiters that have waited long enough to go first
+// (queue.go) (taking the claim while the lock is held would only write
+// records for nothing, and every such write is more for the holder's fsync
+// to flush); a queued waiter that is not first; a waiter on a holder, so
+// that waiters do not crowd the claim the holder needs to release.
+// Otherwise it attempts under the claim.
+func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error) {
+	l := a.l
+	switch {
+	case a.attempts == 1 && !a.once:
+		c, how.skipped = l.look()
+		how.behind = how.skipped
+	case a.tk != nil && !l.first(a.tk):
+		c, how = a.last, tried{skipped: true, behind: true}
+	case a.last != nil:
+		c = l.peek(a.last, a.tk)
+	}
+	if c == nil {
+		h, c, err = l.attempt()
+	}
+	return h, c, how, err
+}
+
+// held is the Held of a record just taken; the crash residue is swept
+// when due (reclaimed from a dead holder, or first held in this process).
+func (a *acquisition) held(h *heldRecord) *Held {
+	held := &Held{l: a.l, rec: h}
+	if a.l.sweepDue || a.l.firstHold() {
+		held.residue = a.l.sweepResidue()
+	}
+	return held
+}
+
+// wait follows an attempt that met contention c: it fails (one attempt
+// only, or the budget is spent) or sleeps until the next attempt is due
+// (a busy claim: a short backoff; a holder: the watch of F.lock, armed
+// with a place in the queue after the first contention, and then looked at
+// again at once).
+func (a *acquisition) wait(c *contention, how tried) error {
+	if c == nil {
+		c = &contention{reason: ReasonOwnerLive, holder: "an unidentified holder"}
+	}
+	if !how.skipped || a.last == nil {
+		a.last = c
+	}
+	remaining := a.budget - time.Since(a.start)
+	switch {
+	case a.once:
+		return a.fail(c.reason, c, nil)
+	case remaining <= 0:
+		return a.fail(timeoutReason(c), c, nil)
+	case c.reason == ReasonTransitionClaimTimeout && !how.skipped:
+		if err := sleepCtx(a.ctx, a.claimBo.step(remaining)); err != nil {
+			return a.fail(timeoutReason(c), c, err)
+		}
+		return nil
+	}
+	a.claimBo.reset()
+	if a.w == nil {
+		// Arm the watch and take a place in the queue, then look again at
+		// once: a release between the failed attempt and the watch would
+		// otherwise cost a full sleep.
+		a.w = newWaker(a.l.dir.Name(), a.l.lockName)
+		a.tk = a.l.join(nil)
+		return nil
+	}
+	// The sleep only bounds how late a change that produced no event is
+	// noticed; a release wakes us through the watch. So the backoff
+	// keeps growing across wakes: resetting it would make every waiter
+	// poll at 5 ms after each handoff.
+	if _, err := a.w.wait(a.ctx, a.bo.step(remaining), !how.behind); err != nil {
+		return a.fail(timeoutReason(c), c, err)
+	}
+	return nil
+}
+
+// failed is the error of an attempt that failed, by the step that failed.
+func (a *acquisition) failed(err error) error {
+	var u *unsafeError
+	if errors.As(err, &u) {
+		return a.fail(ReasonUnsafePathType, nil, u.err)
+	}
+	var ie *initError
+	if errors.As(err, &ie) {
+		return a.fail(ReasonInitFailed, nil, ie.err)
+	}
+	return a.fail(ReasonInspectionFailed, nil, err)
+}
+
+// fail is the acquisition's error: reason, the holder of c (if any) with
+// its age as of now, the attempts and the time spent, and the cause.
+func (a *acquisition) fail(reason Reason, c *contention, err error) error {
+	holder := ""
+	if c != nil {
+		holder = a.l.described(c).who()
+	}
+	return lockError(a.l.lockPath, reason, a.attempts, time.Since(a.start), holder, err)
+}
