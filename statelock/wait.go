@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
@@ -124,7 +125,7 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 			return false, cerr
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return false, nil
+			return w.lastLook(buf[:]), nil
 		}
 		if err != nil {
 			// The watch broke; fall back to sleeping out the rest.
@@ -134,6 +135,18 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 			return true, nil
 		}
 	}
+}
+
+// lastLook reads, without waiting, an event that arrived with the deadline
+// (the read that timed out may have raced it): a waiter woken by the
+// deadline and by an event at once was woken by the event.
+func (w *waker) lastLook(buf []byte) bool {
+	hook.Fire(hook.LockWaitDeadline, w.path)
+	if n, err := sys.InotifyReadNow(w.fd, buf); err == nil && w.matches(buf[:n]) {
+		return true
+	}
+	hook.Fire(hook.LockWaitTimedOut, w.path)
+	return false
 }
 
 // matches reports whether any event in buf concerns F.lock: any event of

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -233,6 +234,11 @@ func holdWorker() error {
 // holdTimesWorker is holdWorker printing when it acquired and when it had
 // released, on the host's monotonic clock: "H <ns>", "R <ns>".
 func holdTimesWorker() error {
+	// Every sleep of the wait that ran out with nothing to wake it, with
+	// the time its deadline came (before the last look for an event).
+	var deadline atomic.Int64
+	hook.Set(hook.LockWaitDeadline, func(string) { deadline.Store(ticketNow()) })
+	hook.Set(hook.LockWaitTimedOut, func(string) { fmt.Println("T", deadline.Load()) })
 	h, err := Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")),
 		WithWait(20*time.Second))
 	if err != nil {
@@ -244,6 +250,9 @@ func holdTimesWorker() error {
 		return err
 	}
 	fmt.Println("R", ticketNow())
+	// Stay alive (STATELOCK_LINGER_MS): the exit's closes would wake a
+	// waiter that missed the release.
+	time.Sleep(time.Duration(envInt("STATELOCK_LINGER_MS", 0)) * time.Millisecond)
 	return nil
 }
 

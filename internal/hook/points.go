@@ -127,6 +127,12 @@ const (
 	// LockAfterOwnerValidation fires in Unlock, after the held record was
 	// proved ours, before its rewrite.
 	LockAfterOwnerValidation = "statelock.after-owner-validation"
+	// LockWaitDeadline fires when a waiter's sleep reaches its deadline,
+	// before the waiter looks once more for an event that came with it.
+	LockWaitDeadline = "statelock.wait-deadline"
+	// LockWaitTimedOut fires after LockWaitDeadline when that last look
+	// found no event: the sleep ran out, nothing woke the waiter.
+	LockWaitTimedOut = "statelock.wait-timed-out"
 )
 
 // The hook points of the etcd backend (nested module etcd/).

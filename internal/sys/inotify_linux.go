@@ -25,6 +25,16 @@ const (
 // InotifyInit makes a non-blocking, close-on-exec inotify instance.
 func InotifyInit() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC) }
 
+// InotifyReadNow reads the events queued on the inotify instance fd into
+// buf without waiting: 0 when none is queued.
+func InotifyReadNow(fd int, buf []byte) (int, error) {
+	n, err := unix.Read(fd, buf)
+	if err == unix.EAGAIN {
+		return 0, nil
+	}
+	return n, err
+}
+
 // InotifyAddWatch adds or replaces the watch of path on the inotify
 // instance fd and returns its watch descriptor. The errno is returned
 // unchanged.

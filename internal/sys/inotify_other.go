@@ -21,6 +21,9 @@ const (
 // InotifyInit: no inotify here.
 func InotifyInit() (int, error) { return -1, ErrUnsupported }
 
+// InotifyReadNow: no inotify here.
+func InotifyReadNow(fd int, buf []byte) (int, error) { return 0, ErrUnsupported }
+
 // InotifyAddWatch: no inotify here.
 func InotifyAddWatch(fd int, path string, mask uint32) (int, error) { return -1, ErrUnsupported }
 
