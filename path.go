@@ -545,3 +545,55 @@ func openRegular(op, path string, dirfd int, base string, flag int, perm fs.File
 	}
 	return fd, st, nil
 }
+
+// MkdirAll creates the directory path and every missing directory above
+// it, each with exactly perm, following no symlink: the deepest directory
+// that exists is opened as OpenDir opens it (a trusted system link at the
+// start of an absolute path is followed, see SystemPath; any other symlink
+// is refused with reparse_point, naming it), and each missing component is
+// made beneath the descriptor of its parent. So a symlink in an existing
+// component never leads the creation elsewhere: it is refused before
+// anything is made. A directory that exists already, path included, is
+// left as it is; one made by someone else meanwhile is used, not refused.
+func MkdirAll(path string, perm fs.FileMode) error {
+	abs, comps, err := splitPath("mkdir", path)
+	if err != nil {
+		return err
+	}
+	prefix := func(n int) string {
+		p := strings.Join(comps[:n], "/")
+		switch {
+		case abs:
+			return "/" + p
+		case p == "":
+			return "."
+		}
+		return p
+	}
+	// The deepest directory that exists: nearly always path itself or its
+	// parent, so look from the bottom up.
+	n := len(comps)
+	var d *Dir
+	for ; ; n-- {
+		d, err = OpenDir(prefix(n))
+		if err == nil {
+			break
+		}
+		if n == 0 || !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	defer func() { d.Close() }()
+	for _, c := range comps[n:] {
+		if err := d.Mkdir(c, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		next, err := d.OpenDir(c)
+		if err != nil {
+			return err
+		}
+		d.Close()
+		d = next
+	}
+	return nil
+}
