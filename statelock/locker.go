@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -106,14 +107,17 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// The reference creates the state file's directory; so do we, owner-only.
-	// MkdirAll may follow a symlink in an existing component, but OpenDir
-	// refuses any, so nothing is ever done through one. The directory
-	// nearly always exists: open it first, and make it only when the open
-	// says it is missing (one lstat fewer per call than looking first).
+	// The reference creates the state file's directory; so do we, owner-only,
+	// and following no symlink (exactfs.MkdirAll makes each missing
+	// directory beneath the descriptor of its parent, so a symlink planted
+	// after the open below found the directory missing is refused, never
+	// made through). The directory nearly always exists: open it first, and
+	// make it only when the open says it is missing (one lstat fewer per
+	// call than looking first).
 	d, err := exactfs.OpenDir(dirPath)
 	if create && errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dirPath, 0o700); err != nil {
+		hook.Fire(hook.LockDirMissing, dirPath)
+		if err := exactfs.MkdirAll(dirPath, 0o700); err != nil {
 			return fail(err)
 		}
 		d, err = exactfs.OpenDir(dirPath)

@@ -127,6 +127,9 @@ const (
 	// LockAfterOwnerValidation fires in Unlock, after the held record was
 	// proved ours, before its rewrite.
 	LockAfterOwnerValidation = "statelock.after-owner-validation"
+	// LockDirMissing fires when a lock call found the state file's
+	// directory missing, before it makes it.
+	LockDirMissing = "statelock.dir-missing"
 	// LockWaitDeadline fires when a waiter's sleep reaches its deadline,
 	// before the waiter looks once more for an event that came with it.
 	LockWaitDeadline = "statelock.wait-deadline"
