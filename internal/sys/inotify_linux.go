@@ -27,8 +27,8 @@ func InotifyInit() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | un
 
 // InotifyReadNow reads the events queued on the inotify instance fd into
 // buf without waiting: 0 when none is queued.
-func InotifyReadNow(fd int, buf []byte) (int, error) {
-	n, err := unix.Read(fd, buf)
+func InotifyReadNow(fd int, buf []byte) (n int, err error) {
+	err = retry(func() (err error) { n, err = unix.Read(fd, buf); return err })
 	if err == unix.EAGAIN {
 		return 0, nil
 	}
