@@ -108,7 +108,9 @@ func TestMixedChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	tsseed.Worker(t) // skips (or fails in CI) without node
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	// The harness's own bound (a stalled run fails instead of hanging), six
+	// minutes per unit of scale.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(chaosScale)*6*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
