@@ -37,6 +37,11 @@ func NewUUID() string {
 
 func stagingName(base, suffix string) string { return "." + base + "." + NewUUID() + suffix }
 
+// treeEntryQuarantine is where an exact tree removal moves a file of the
+// detached tree while it deletes it (the exact unlink's quarantine name).
+// It lives inside <dir>.removing, which is residue already.
+func treeEntryQuarantine() string { return ".gjc-delete-tree-entry-" + NewUUID() }
+
 func placeholderName(dev, ino uint64) string {
 	return fmt.Sprintf("%s%x-%x", PlaceholderPrefix, dev, ino)
 }

@@ -216,6 +216,10 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 	if diff := compareTrees(tree, have, false); diff != "" {
 		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + "; nothing was removed"}
 	}
+	// The detach is by name: a successor that took the name after the
+	// capture is what goes to <dir>.removing. removeDetached captures the
+	// detached tree again and puts a stranger back.
+	hook.Fire(hook.TreeCaptured, path)
 	if err := sys.RenameNoReplace(p.fd, base, p.fd, removing); err != nil {
 		e := wrap(op, path, err).(*Error)
 		switch {
@@ -275,11 +279,21 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 			return e
 		}
 	}
+	detached := joinDir(path, removing)
 	for i := len(tree.Entries) - 1; i >= 1; i-- {
 		e := tree.Entries[i]
-		if err := removeEntry(op, path, fd, e, replay); err != nil {
+		if err := removeEntry(op, detached, fd, e, replay); err != nil {
 			return err
 		}
+	}
+	hook.Fire(hook.TreeEmptied, path)
+	// rmdir is by name, and a rename can put another (empty) directory at
+	// <dir>.removing: remove it only while it is still the directory fd is
+	// open on. What remains is the instant between this check and the
+	// rmdir, in which only an empty directory could be lost, never data.
+	if err := sameDir(fd, dirfd, removing); err != nil {
+		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Err: err, Residue: []string{joinDir(path, removing)},
+			Detail: removing + " is no longer the detached tree (" + err.Error() + "); what is there now is left alone"}
 	}
 	if err := sys.Rmdir(dirfd, removing); err != nil {
 		if err == syscall.ENOTEMPTY || err == syscall.EEXIST {
@@ -291,8 +305,10 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 	return syncDir(op, path, dirfd)
 }
 
-func removeEntry(op, path string, rootfd int, e TreeEntry, replay bool) error {
-	where := path + "/" + e.Path
+// removeEntry removes the entry e of the detached tree open as rootfd,
+// whose path is detached, after proving it is the snapshot's.
+func removeEntry(op, detached string, rootfd int, e TreeEntry, replay bool) error {
+	where := detached + "/" + e.Path
 	comps := strings.Split(e.Path, "/")
 	p, err := walk(op, where, handle{fd: rootfd}, comps[:len(comps)-1])
 	if err != nil {
@@ -314,6 +330,12 @@ func removeEntry(op, path string, rootfd int, e TreeEntry, replay bool) error {
 		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "not the object of the snapshot; left alone"}
 	}
 	if st.Mode.IsDir() {
+		hook.Fire(hook.TreeEntryChecked, where)
+		// As for the root (removeDetached): an empty directory renamed
+		// over this one since the check above could still go here.
+		if err := sameDirAt(p.fd, base, st); err != nil {
+			return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Err: err, Detail: "not the directory of the snapshot any more; left alone"}
+		}
 		if err := sys.Rmdir(p.fd, base); err != nil {
 			if err == syscall.ENOTEMPTY || err == syscall.EEXIST {
 				return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "an entry was added after the snapshot; left alone"}
@@ -329,8 +351,30 @@ func removeEntry(op, path string, rootfd int, e TreeEntry, replay bool) error {
 	if have != e.Identity {
 		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "changed since the snapshot: " + e.Identity.diff(have) + "; left alone"}
 	}
-	if err := sys.Unlink(p.fd, base); err != nil {
-		return wrap(op, where, err)
+	hook.Fire(hook.TreeEntryChecked, where)
+	// Not unlink(2) by name: anyone who may write in the detached tree can
+	// put a file at this name after the check. The exact unlink removes
+	// only the inode and bytes just proved, and leaves a successor alone.
+	return unlinkAt(op, where, p.fd, base, have, treeEntryQuarantine())
+}
+
+// sameDir proves that name in dirfd is the directory fd is open on.
+func sameDir(fd, dirfd int, name string) error {
+	st, err := sys.Fstat(fd)
+	if err != nil {
+		return err
+	}
+	return sameDirAt(dirfd, name, st)
+}
+
+// sameDirAt proves that name in dirfd is still the directory of st.
+func sameDirAt(dirfd int, name string, st sys.Stat) error {
+	at, err := sys.Lstat(dirfd, name)
+	if err != nil {
+		return err
+	}
+	if at.Dev != st.Dev || at.Ino != st.Ino || !at.Mode.IsDir() {
+		return fmt.Errorf("%s now names another object", name)
 	}
 	return nil
 }

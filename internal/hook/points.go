@@ -45,6 +45,18 @@ const (
 	// <dir>.removing and the parent fsynced, before anything inside is
 	// removed: a test kills the process here to prove the removal replays.
 	TreeDetached = "exactfs.tree.detached"
+	// TreeCaptured fires in RemoveTreeExact after the tree at the name
+	// was captured and found equal to the snapshot, before it is detached:
+	// a successor that takes the name here must survive.
+	TreeCaptured = "exactfs.tree.captured"
+	// TreeEntryChecked fires after an entry of a detached tree was proved
+	// to be the snapshot's and before it is removed: a successor planted at
+	// its name here must survive.
+	TreeEntryChecked = "exactfs.tree.entry-checked"
+	// TreeEmptied fires when every entry of a detached tree is removed,
+	// before the detached root itself is: a directory planted at
+	// <dir>.removing here must survive.
+	TreeEmptied = "exactfs.tree.emptied"
 
 	// CaptureRead fires in Capture after the first fstat and before the
 	// bytes are read: a test rewrites the file there to prove that a
