@@ -81,6 +81,14 @@ func (l *Lease) checkLocked() error {
 	if !id.SameInode(l.inode) {
 		return l.lostErr(fmt.Sprintf("the lock path names another file (inode %d, ours %d)", id.Ino, l.inode.Ino), nil)
 	}
+	if perm := id.Mode.Perm(); perm != 0o600 {
+		// Someone changed the mode of our owner-only lock file while we
+		// held it: the record is no longer private, and whoever did it can
+		// do more. Nothing more is written into it, not even "released".
+		return l.lostErr(fmt.Sprintf("the lock file's mode is %04o, not 0600", perm),
+			&Error{Op: "assert", Path: l.path, Code: CodeModeMismatch,
+				Detail: "the lock file was made accessible to others while the lease was held; find out who changed it, then remove it once no process uses it"})
+	}
 	if l.written == nil || !bytes.Equal(data, l.written) {
 		if rec, err := ParseLeaseRecord(data); err == nil && rec.AttemptID != l.rec.AttemptID {
 			return l.lostErr("the record carries another attempt ("+rec.AttemptID+")", nil)

@@ -701,3 +701,35 @@ func TestLeaseMalformedFenceCounterFailsClosed(t *testing.T) {
 		t.Fatalf("counter rewritten: %q", got)
 	}
 }
+
+// A lock file chmodded away from 0600 while the lease is held (the
+// reference's scenario 178) fences the holder: AssertOwned and Release
+// refuse with mode_mismatch under lease_lost, and nothing more is written
+// into the file.
+func TestLeaseFileModeChangedIsRefused(t *testing.T) {
+	dir := locksDir(t)
+	l := acquire(t, dir, "job")
+	if err := os.Chmod(l.Path(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, l.Path())
+	for name, err := range map[string]error{"AssertOwned": l.AssertOwned(), "Release": l.Release()} {
+		if !errors.Is(err, ErrLeaseLost) || exactfs.CodeOf(err) == "" || !strings.Contains(err.Error(), "0644") {
+			t.Fatalf("%s after chmod 0644: %v, want lease_lost naming the mode", name, err)
+		}
+		var e *Error
+		found := false
+		for cur := error(err); cur != nil; cur = errors.Unwrap(cur) {
+			if errors.As(cur, &e) && e.Code == CodeModeMismatch {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("%s: %v does not carry mode_mismatch", name, err)
+		}
+	}
+	if after := readFile(t, l.Path()); !bytes.Equal(after, before) {
+		t.Fatalf("the release wrote into the 0644 file: %q -> %q", before, after)
+	}
+}
