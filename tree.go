@@ -225,7 +225,7 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 		switch {
 		case flagsUnavailable(err):
 			e.Code = CodeAtomicUnavailable
-			e.Detail = "the filesystem has no no-replace rename to detach the tree; nothing was removed"
+			e.Detail = "the filesystem has no no-replace rename to detach the tree, so it cannot be removed without risking a successor; nothing was removed. Only a person can clear it here: make sure no process uses it, then remove it by hand"
 		case err == syscall.EEXIST:
 			e.Code = CodeQuarantineCollision
 			e.Detail = removing + " already exists; nothing was moved"

@@ -328,7 +328,7 @@ func (u *unlinker) byNoReplace() error {
 	if err := sys.RenameNoReplace(u.dirfd, u.base, u.dirfd, u.q); err != nil {
 		switch {
 		case flagsUnavailable(err):
-			return u.err(CodeAtomicUnavailable, "the filesystem has neither an exchange nor a no-replace rename; nothing was removed (a stale file here needs explicit recovery)", err)
+			return u.err(CodeAtomicUnavailable, "the filesystem has neither an exchange nor a no-replace rename, so the file cannot be removed without risking a successor; nothing was removed. Only a person can clear it here (exactfs recover cannot either): make sure its owner is gone, then remove it by hand", err)
 		case err == syscall.EEXIST:
 			return u.err(CodeQuarantineCollision, "quarantine name "+u.q+" already exists; nothing was moved", err)
 		}
