@@ -235,7 +235,11 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 	// The detach must reach the disk before the removal starts, so that
 	// after a crash the tree is either whole at path or at path.removing.
 	if err := syncDir(op, path, p.fd); err != nil {
-		return err
+		e := err.(*Error)
+		e.Path = joinDir(path, removing)
+		e.Residue = append(e.Residue, e.Path)
+		e.Detail = "the tree was detached to " + removing + " but the directory could not be flushed, so nothing more was removed; calling again with the same snapshot finishes the removal"
+		return e
 	}
 	hook.Fire(hook.TreeDetached, path)
 	return removeDetached(op, path, p.fd, base, removing, tree, false)

@@ -80,6 +80,33 @@ func legacyDetached(t *exactfs.Tree) bool {
 	return true
 }
 
+// finishLegacyRemoval completes the removal of a legacy F.lock/ directory
+// that its remover detached to F.lock.removing and then did not finish (it
+// was killed, or the directory fsync after the detach failed). Run by a
+// holder of the lock: F.lock is our record, so no legacy directory can be
+// detached to that name meanwhile, and a remover still at work holds the
+// tree's guard (replayDetached). It returns what to report, or nil when
+// nothing is detached there.
+func (l *locker) finishLegacyRemoval() *Residue {
+	removing := l.lockName + exactfs.RemovingSuffix
+	if _, err := l.dir.Lstat(removing); err != nil {
+		return nil
+	}
+	ok, blocked, err := l.replayDetached(l.lockName, legacyDetached)
+	r := &Residue{Name: removing, Kind: "removing"}
+	switch {
+	case ok:
+		r.Removed, r.Note = true, "removed: a legacy lock directory whose removal was interrupted after its detach"
+	case blocked != "":
+		r.Note = "kept: " + blocked
+	case err != nil:
+		r.Note = "kept: " + err.Error()
+	default:
+		r.Note = "kept: another process is removing it"
+	}
+	return r
+}
+
 // reclaimLegacy evaluates a legacy F.lock/ directory and removes it when
 // it is stale. The identity brackets the verdict: the tree is captured
 // before it and again after it, and removed (by exact tree removal of that

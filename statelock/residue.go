@@ -198,6 +198,9 @@ func (l *locker) sweepResidue() []Residue {
 		return []Residue{{Name: l.dir.Name(), Kind: "directory", Note: "kept: the directory could not be read for residue: " + err.Error()}}
 	}
 	var out []Residue
+	if r := l.finishLegacyRemoval(); r != nil {
+		out = append(out, *r)
+	}
 	for _, r := range all {
 		if !l.stateResidue(r) {
 			continue
