@@ -246,3 +246,51 @@ func TestReapWaitsForCommitInFlight(t *testing.T) {
 		t.Fatalf("residue: %v", got)
 	}
 }
+
+// A reaper SIGKILLed in the middle of an exact unlink, after it detached
+// an abandoned staging file to its retire name and before it deleted it
+// (the reference's scenario 197): the next Reap removes the detached bytes
+// once nobody has them open, instead of keeping them as "not empty" for
+// good; while someone holds them open, they are kept with that reason.
+func TestReaperKilledMidUnlink(t *testing.T) {
+	s := newStore(t)
+	staged := "." + "dest." + exactfs.NewUUID() + exactfs.ReplacementSuffix
+	if err := os.WriteFile(filepath.Join(s.Path(), staged), []byte("bytes of a write that never committed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCrashAt(t, s.Path(), "reap", hook.UnlinkDetached)
+	var retired string
+	for _, n := range entries(t, s.Path()) {
+		if strings.HasPrefix(filepath.Base(n), StoreRetirePrefix) {
+			retired = filepath.Base(n)
+		}
+	}
+	if retired == "" {
+		t.Fatalf("the killed reaper left no retired file: %v", entries(t, s.Path()))
+	}
+	// Someone has the detached bytes open: kept, and the report says why.
+	f, err := os.OpenFile(filepath.Join(s.Path(), retired), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reap(ReapMinAge(0))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(r.Kept, func(k Kept) bool { return k.Path == retired }); i < 0 || !strings.Contains(r.Kept[i].Reason, "not provably gone") {
+		t.Fatalf("reap while the retired file is open: %+v, want it kept because it is open", r)
+	}
+	r, err = s.Reap(ReapMinAge(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(r.Removed, retired) {
+		t.Fatalf("second reap: %+v, want %s removed", r, retired)
+	}
+	for _, n := range entries(t, s.Path()) {
+		if isPrivateName(filepath.Base(n)) {
+			t.Fatalf("residue left after the second reap: %s", n)
+		}
+	}
+}

@@ -132,6 +132,8 @@ func helperCrash() error {
 	case "lease":
 		_, err = AcquireLease(context.Background(), filepath.Join(os.Getenv("STORE_DIR"), LocksDir), "job",
 			CreateLocksDir(), LeaseDuration(300*time.Millisecond))
+	case "reap":
+		_, err = s.Reap(ReapMinAge(0))
 	case "replace-expected":
 		var id exactfs.Identity
 		if _, id, err = s.ReadExpected("dest"); err == nil {

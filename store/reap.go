@@ -53,7 +53,10 @@ const maxReapDepth = 64
 //
 //   - it is empty (a placeholder, or a quarantine name holding the empty
 //     placeholder of an interrupted exact unlink), or
-//   - it is a non-empty staging file that no process on this host has open.
+//   - it is a non-empty staging file, or a non-empty file under the
+//     store's or a lease's retire name (what one of our exact unlinks
+//     detached after proving it was to go, left there by a remover killed
+//     before the delete), that no process on this host has open.
 //     The proof is the kernel's: a write lease (fcntl F_SETLEASE, Linux) is
 //     granted only when no other descriptor for the file exists anywhere.
 //     Every writer keeps its staging file open from creation until it is
@@ -66,8 +69,8 @@ const maxReapDepth = 64
 //     non-empty staging files are kept.
 //
 // Anything else carrying a residue name (a symlink, a hard link, a
-// non-empty placeholder or quarantined file, a recent file, an open
-// staging file) is kept and reported with the reason. Objects without a
+// non-empty placeholder or other quarantined file, a recent file, an open
+// staging or retired file) is kept and reported with the reason. Objects without a
 // residue name are never looked at. Each directory is reaped under the
 // store's commit lock for it (see commitGuard), so no write of a store is
 // between its commit and its cleanup there meanwhile.
@@ -95,12 +98,23 @@ const (
 	stagingResidue             // may hold bytes
 )
 
+// classify says what a private name can hold. A staging file holds the
+// bytes of a write that never committed. A retire name holds what one of
+// our exact unlinks detached, after it proved the object was to go (a
+// Remove, a predecessor ReplaceExpected exchanged out, a reaped staging
+// file, a dead lease): it keeps its bytes only when the remover died
+// between the detach and the delete, so it may hold bytes too, and is
+// removed, like a staging file, once nobody has it open. Any other
+// private name (placeholders, other implementations' quarantines) must be
+// empty.
 func classify(name string) residueKind {
 	if _, ok := exactfs.StagingTarget(name); ok {
 		return stagingResidue
 	}
-	if strings.HasPrefix(name, exactfs.PlaceholderPrefix) || strings.HasPrefix(name, StoreRetirePrefix) ||
-		strings.HasPrefix(name, LeaseRetirePrefix) || strings.HasPrefix(name, ".gjc-delete-") {
+	if strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) {
+		return stagingResidue
+	}
+	if strings.HasPrefix(name, exactfs.PlaceholderPrefix) || strings.HasPrefix(name, ".gjc-delete-") {
 		return emptyResidue
 	}
 	return notResidue
