@@ -19,6 +19,9 @@ func fileInode(f *os.File) (exactfs.Identity, error) {
 	return id, err
 }
 
+// dirLockMaxPause is the longest pause between two tries of lockDir.
+const dirLockMaxPause = 5 * time.Millisecond
+
 // lockDir takes an exclusive flock on a new open of the directory d (a new
 // open file description, so goroutines of one process exclude each other
 // too) and returns the function that releases it. It waits, with backoff,
@@ -46,6 +49,6 @@ func lockDir(d *exactfs.Dir) (unlock func(), err error) {
 			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), err)
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, 5*time.Millisecond)
+		pause = min(2*pause, dirLockMaxPause)
 	}
 }

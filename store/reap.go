@@ -38,6 +38,10 @@ type ReapReport struct {
 	Kept    []Kept
 }
 
+// reapLockSlice is how long the reaper keeps a directory's commit lock
+// before it lets a waiting writer commit.
+const reapLockSlice = 10 * time.Millisecond
+
 // maxReapDepth bounds the walk, so a pathologically deep tree cannot make
 // the reaper run forever.
 const maxReapDepth = 64
@@ -135,7 +139,22 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 	}
 	var subdirs []string
 	var errs []error
+	held := time.Now()
 	for _, name := range names {
+		// Each entry is judged and removed under the lock; between
+		// entries the writers get their turn, so a directory with
+		// thousands of remnants does not stall a mutation for the whole
+		// sweep (or past its dirLockWait).
+		if time.Since(held) > reapLockSlice {
+			unlock()
+			// A writer polls for the lock every few milliseconds at most
+			// (lockDir): leave it that long to take it.
+			time.Sleep(dirLockMaxPause)
+			if unlock, err = lockDir(d); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			held = time.Now()
+		}
 		p := filepath.Join(rel, name)
 		fi, err := d.Lstat(name)
 		if err != nil {
