@@ -237,7 +237,7 @@ func judgeLease(j *liveness.Judge, rec LeaseRecord, f *os.File, now time.Time) l
 	if left <= 0 {
 		when = "lease expired " + (-left).Round(time.Millisecond).String() + " ago"
 	}
-	if rec.KernelLock && rec.BootID != "" && rec.BootID == bootID() {
+	if rec.KernelLock && rec.BootID != "" && rec.BootID == bootID() && sameInodeAs(f, rec) {
 		if k, ok := liveness.Attested(f); ok {
 			switch {
 			case k.Verdict == liveness.Dead:
@@ -258,6 +258,42 @@ func judgeLease(j *liveness.Judge, rec LeaseRecord, f *os.File, now time.Time) l
 		return liveness.Judgement{Verdict: liveness.Dead, Reason: when + " and the owner is gone: " + v.Reason}
 	}
 	return liveness.Judgement{Verdict: v.Verdict, Reason: when + " but the owner is not provably gone: " + v.String()}
+}
+
+// sameInodeAs reports whether f is open on the inode the record's
+// writer named as the one it holds its attestation on (records without
+// the names predate them: the kernel rule is not applied to them).
+func sameInodeAs(f *os.File, rec LeaseRecord) bool {
+	if rec.Dev == 0 && rec.Ino == 0 {
+		return false
+	}
+	id, err := fileInode(f)
+	return err == nil && id.Dev == rec.Dev && id.Ino == rec.Ino
+}
+
+// visibleOn caches, per device, whether an attestation taken on one open
+// of a lock file is seen from another open of its path.
+var visibleOn sync.Map // dev -> bool
+
+// lockVisible checks, once per filesystem (device), that the attestation
+// just taken on the lock file lockName in d is visible from a second,
+// independent open of the same path: only then may the record claim it,
+// since a contender judges through its own open. A filesystem that keeps
+// byte-range locks per open, or per client, would make every holder look
+// dead.
+func lockVisible(d *exactfs.Dir, lockName string, dev uint64) bool {
+	if v, ok := visibleOn.Load(dev); ok {
+		return v.(bool)
+	}
+	g, err := d.OpenFile(lockName, os.O_RDONLY, 0)
+	if err != nil {
+		return false // unknown now; ask again next time
+	}
+	defer g.Close()
+	k, ok := liveness.Attested(g)
+	visible := ok && k.Verdict == liveness.Alive
+	visibleOn.Store(dev, visible)
+	return visible
 }
 
 func describeHolder(rec LeaseRecord, why string) string {
@@ -297,7 +333,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	// The attestation is taken before the first byte of the record that
 	// claims it, and lasts as long as f: a contender in this boot that
 	// finds no lock on the inode knows we are gone.
-	kernelLock := !cfg.noAttestation && liveness.HoldAttestation(f)
+	kernelLock := !cfg.noAttestation && liveness.HoldAttestation(f) && lockVisible(d, lockName, l.inode.Dev)
 	// A provisional token from what this attempt has seen; the fence
 	// counter below settles it. The record is valid from the first write,
 	// so a contender never waits on a half-made lock longer than needed.
@@ -310,6 +346,9 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 		AttemptID: exactfs.NewUUID(), Pid: os.Getpid(), BootID: bootID(), ProcessStartID: processStartID(),
 		CreatedAt: now, HeartbeatAt: now, LeaseExpiresAt: now + cfg.lease.Milliseconds(),
 		Fence: max(prov, seenFence) + 1, KernelLock: kernelLock,
+	}
+	if kernelLock {
+		l.rec.Dev, l.rec.Ino = l.inode.Dev, l.inode.Ino
 	}
 	if err := l.writeLocked(); err != nil {
 		return fail(err)

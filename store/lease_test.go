@@ -733,3 +733,59 @@ func TestLeaseFileModeChangedIsRefused(t *testing.T) {
 		t.Fatalf("the release wrote into the 0644 file: %q -> %q", before, after)
 	}
 }
+
+// A kernel-attested lease record names the inode its attestation is held
+// on (SPEC §5.3), and a contender applies the kernel rule only through a
+// descriptor on that inode: a record whose dev and ino name another inode
+// (the file reached through another inode object, as an overlay mount
+// shows it) keeps the expiry rule, while the same record naming its own
+// inode is reclaimed at once when no lock is held on it.
+func TestLeaseKernelRuleOnlyOnTheNamedInode(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("OFD locks are Linux-only")
+	}
+	dir := locksDir(t)
+	l := acquire(t, dir, "job")
+	r, err := ParseLeaseRecord(readFile(t, l.Path()))
+	if err != nil || !r.KernelLock {
+		t.Fatalf("record %+v %v: want the kernel lock claimed", r, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(l.Path(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if r.Dev != uint64(st.Dev) || r.Ino != st.Ino {
+		t.Fatalf("record names dev %d ino %d, the file is dev %d ino %d", r.Dev, r.Ino, st.Dev, st.Ino)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A live-looking record (our own pid, a lease a minute from expiry)
+	// that claims the kernel lock, with nobody holding one.
+	plant := func(name string, dev, ino uint64) string {
+		p := filepath.Join(dir, name+".lock")
+		now := time.Now().UnixMilli()
+		rec := LeaseRecord{AttemptID: exactfs.NewUUID(), Pid: os.Getpid(), BootID: r.BootID, ProcessStartID: "p",
+			CreatedAt: now, HeartbeatAt: now, LeaseExpiresAt: now + time.Minute.Milliseconds(), KernelLock: true, Dev: dev, Ino: ino}
+		if err := os.WriteFile(p, rec.Marshal(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plant("other", uint64(st.Dev), st.Ino) // st: the released job.lock, another inode
+	if _, err := AcquireLease(context.Background(), dir, "other", WaitBudget(0)); !errors.Is(err, ErrLeaseBusy) {
+		t.Fatalf("a record naming another inode was judged by the kernel: %v", err)
+	}
+	self := plant("self", 0, 0)
+	var own unix.Stat_t
+	if err := unix.Lstat(self, &own); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := ParseLeaseRecord(readFile(t, self))
+	rec.Dev, rec.Ino = uint64(own.Dev), own.Ino
+	if err := os.WriteFile(self, rec.Marshal(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, dir, "self", WaitBudget(0))
+}

@@ -13,7 +13,7 @@ import (
 // order: attemptId, pid, bootId, processStartId, createdAt, heartbeatAt,
 // leaseExpiresAt, released (only when true), and then the keys exactfs
 // adds, which TypeScript readers ignore: fence, kernelLock (only when
-// true).
+// true) and with it dev and ino.
 type LeaseRecord struct {
 	AttemptID      string
 	Pid            int
@@ -31,6 +31,12 @@ type LeaseRecord struct {
 	// and holds it for as long as it holds the lease: in its boot, no such
 	// lock on the inode proves the holder gone, before the lease expires.
 	KernelLock bool
+	// Dev and Ino name the inode the writer holds the attestation on
+	// (written with KernelLock). A reader applies the kernel rule only
+	// through a descriptor on that same inode: one that reaches the file
+	// through another inode object (an overlay mount's copy) asks a lock
+	// table the holder never used.
+	Dev, Ino uint64
 }
 
 // Marshal returns the record's bytes on disk.
@@ -59,6 +65,12 @@ func (r LeaseRecord) Marshal() []byte {
 	}
 	if r.KernelLock {
 		b = append(b, `,"kernelLock":true`...)
+		if r.Dev != 0 || r.Ino != 0 {
+			b = append(b, `,"dev":`...)
+			b = strconv.AppendUint(b, r.Dev, 10)
+			b = append(b, `,"ino":`...)
+			b = strconv.AppendUint(b, r.Ino, 10)
+		}
 	}
 	return append(b, "}\n"...)
 }
@@ -103,6 +115,8 @@ func ParseLeaseRecord(b []byte) (LeaseRecord, error) {
 		obj.boolean("released", &r.Released),
 		obj.integer("fence", &fence, true),
 		obj.boolean("kernelLock", &r.KernelLock),
+		obj.unsigned("dev", &r.Dev),
+		obj.unsigned("ino", &r.Ino),
 	} {
 		if err != nil {
 			return LeaseRecord{}, malformedRecord(err.Error())
@@ -186,6 +200,21 @@ func (m jsonObject) integer(key string, dst *int64, optional bool) error {
 	}
 	if v > maxSafeInteger || v < -maxSafeInteger {
 		return fmt.Errorf("%s is out of range", key)
+	}
+	*dst = v
+	return nil
+}
+
+// unsigned reads the optional member key, a decimal integer of up to 64
+// bits written by exactfs (a device or inode number), into dst.
+func (m jsonObject) unsigned(key string, dst *uint64) error {
+	raw, ok := m[key]
+	if !ok {
+		return nil
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s is not an unsigned integer", key)
 	}
 	*dst = v
 	return nil
