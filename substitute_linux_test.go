@@ -184,3 +184,41 @@ func TestSubstitutedStagingAfterCheckIsNotSuccess(t *testing.T) {
 		})
 	}
 }
+
+// PublishStaged: a file renamed over the caller's staged name after the
+// call checked it is not published (identity_mismatch, NotCommitted, the
+// file left at the staged name); one renamed there in the last window is
+// published by the rename and reported Unknown with outcome_unknown.
+// Fails on the old code: both were Committed with no error.
+func TestPublishStagedSubstituted(t *testing.T) {
+	for _, c := range []struct {
+		point  string
+		code   Code
+		commit Commit
+	}{{hook.Staged, CodeIdentityMismatch, NotCommitted}, {hook.Committing, CodeOutcomeUnknown, Unknown}} {
+		t.Run(c.point, func(t *testing.T) {
+			dir := t.TempDir()
+			staged, p := filepath.Join(dir, ".mine"), filepath.Join(dir, "f")
+			plant(t, staged, []byte("ours"))
+			foreign := []byte("FOREIGN")
+			var fino uint64
+			defer setHook(c.point, hook.Once(func(string) {
+				fino = plant(t, filepath.Join(dir, "foreign-src"), foreign)
+				must(t, os.Rename(filepath.Join(dir, "foreign-src"), staged))
+			}))()
+			got, err := PublishStaged(staged, p)
+			wantCode(t, err, c.code)
+			if got != c.commit {
+				t.Errorf("commit %v, want %v", got, c.commit)
+			}
+			if c.commit == NotCommitted {
+				wantAbsent(t, p)
+				wantFile(t, staged, foreign, fino)
+				wantListing(t, dir, ".mine")
+			} else {
+				wantFile(t, p, foreign, fino)
+				wantListing(t, dir, "f")
+			}
+		})
+	}
+}

@@ -107,7 +107,8 @@ func (s *pendingFile) own(prev *owner, perm fs.FileMode) error {
 // ownerRefused is the error of a replace that cannot give its successor
 // the predecessor's owner (byUid) or group.
 func ownerRefused(op, path string, prev owner, byUid bool, err error) error {
-	if err != syscall.EPERM && err != syscall.EACCES {
+	// EINVAL: the owner has no mapping in this user namespace.
+	if err != syscall.EPERM && err != syscall.EACCES && err != syscall.EINVAL {
 		return wrap(op, path, err)
 	}
 	me := os.Geteuid()
@@ -645,7 +646,11 @@ func joinDir(path, name string) string {
 // only while it still names that inode. The directory is fsynced (both
 // directories, if they differ); the caller fsyncs the file's bytes first if
 // they must survive a power cut. An existing name is destination_exists
-// with nothing changed.
+// with nothing changed. The staged name must still hold the file it held
+// when the call began right before the rename (else identity_mismatch,
+// NotCommitted), and name must hold that file right after it (else
+// outcome_unknown with Unknown: a file renamed over the staged name in
+// between was published, or a successor came at once).
 //
 // On NFS, a staged name that is still open when it is removed is renamed
 // to .nfsXXXX instead (a second link that lives until the descriptor is
@@ -684,6 +689,14 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 		return NotCommitted, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
 	hook.Fire(hook.Staged, path)
+	// As in stillStaged: the rename is by name, so the staged name must
+	// still hold the file that was checked, and the destination must hold
+	// it after the rename.
+	if now, err := sys.Lstat(sp.fd, sbase); err != nil || now.Dev != src.Dev || now.Ino != src.Ino {
+		return NotCommitted, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Err: err,
+			Detail: "the staged name " + d.join(staged) + " no longer holds the file that was checked; nothing was committed"}
+	}
+	hook.Fire(hook.Committing, path)
 	linked, err := renameOrLink(sp.fd, sbase, dp.fd, dbase, nil)
 	if err != nil {
 		c, e := settle(op, path, err, src, sp.fd, sbase, dp.fd, dbase, !linked)
@@ -693,6 +706,15 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 			}
 			return c, e
 		}
+	}
+	if dt, err := sys.Lstat(dp.fd, dbase); err != nil || dt.Dev != src.Dev || dt.Ino != src.Ino {
+		e := &Error{Op: op, Path: path, Code: CodeOutcomeUnknown,
+			Detail: "the commit was made, but the name then did not hold the staged file: either another process replaced the staged name " +
+				"just before the commit, which moved its file to the name, or another writer replaced the name just after it; read it to learn what it holds"}
+		if linked {
+			e.Residue = []string{d.join(staged)}
+		}
+		return Unknown, e
 	}
 	var pending error
 	if linked {
