@@ -306,3 +306,48 @@ func TestReplaceRefusedWhenOwnerCannotBeKept(t *testing.T) {
 		})
 	}
 }
+
+// In a shared sticky directory (/tmp-like: 1777, owned by root) a file
+// another uid planted is neither handed root's bytes nor taken from its
+// owner: root's replace is refused, naming the owner, with nothing
+// changed. In a sticky directory the file's owner owns, the owner is kept.
+// Fails on the old code (the replace succeeded, as root's file).
+func TestReplaceInSharedStickyDir(t *testing.T) {
+	testfs.RequireRoot(t)
+	for _, op := range []string{"WriteFile", "ReplaceExpected"} {
+		for _, dirOwner := range []uint32{0, 65534} {
+			t.Run(fmt.Sprintf("%s/dir of uid %d", op, dirOwner), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "spool")
+				must(t, os.Mkdir(dir, 0o777))
+				must(t, os.Chmod(dir, 0o777|os.ModeSticky))
+				must(t, os.Chown(dir, int(dirOwner), int(dirOwner)))
+				p := filepath.Join(dir, "job")
+				old := putOwned(t, p, []byte("planted"), 65534, 65534, 0o644)
+				var err error
+				if op == "WriteFile" {
+					_, err = WriteFile(p, []byte("root's secret"), 0o600)
+				} else {
+					_, err = ReplaceExpected(p, []byte("root's secret"), old)
+				}
+				if dirOwner == 65534 {
+					if err != nil {
+						t.Fatal(err)
+					}
+					perm := os.FileMode(0o600)
+					if op == "ReplaceExpected" {
+						perm = 0o644
+					}
+					wantOwned(t, op, p, []byte("root's secret"), old, 65534, 65534, perm)
+					return
+				}
+				wantCode(t, err, CodePermissionDenied)
+				if !strings.Contains(err.Error(), "sticky") || !strings.Contains(err.Error(), "uid 65534") {
+					t.Errorf("message does not explain: %v", err)
+				}
+				t.Logf("refused: %v", err)
+				wantFile(t, p, []byte("planted"), old.Ino)
+				wantListing(t, dir, "job")
+			})
+		}
+	}
+}

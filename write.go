@@ -87,6 +87,9 @@ func (s *pendingFile) own(prev *owner, perm fs.FileMode) error {
 	if prev != nil && (prev.uid != s.st.Uid || prev.gid != s.st.Gid) {
 		uid, gid := -1, -1
 		if prev.uid != s.st.Uid {
+			if err := s.sharedSticky(*prev); err != nil {
+				return err
+			}
 			uid = int(prev.uid)
 		}
 		if prev.gid != s.st.Gid {
@@ -102,6 +105,31 @@ func (s *pendingFile) own(prev *owner, perm fs.FileMode) error {
 		}
 	}
 	return nil
+}
+
+// sharedSticky refuses to give the staged file to prev's owner, another
+// uid, when the directory is a shared sticky one (/tmp, a spool: sticky
+// and writable by group or others) that prev's owner does not own. There
+// anyone may plant a file at a name another user will write (root's
+// predictable /tmp path), and keeping the planter as the owner would hand
+// it what root writes; taking the file from its owner instead would be the
+// silent change the ownership step exists to prevent. Neither is right, so
+// the caller is told, with nothing changed. In a directory of the file's
+// owner, or a non-sticky one, the owner controls the name anyway.
+func (s *pendingFile) sharedSticky(prev owner) error {
+	dir, err := sys.Fstat(s.dirfd)
+	if err != nil {
+		return wrap(s.op, s.path, err)
+	}
+	if dir.Mode&fs.ModeSticky == 0 || dir.Mode.Perm()&0o022 == 0 || dir.Uid == prev.uid {
+		return nil
+	}
+	return &Error{Op: s.op, Path: s.path, Code: CodePermissionDenied,
+		Detail: fmt.Sprintf("refusing to replace it: the file belongs to %s and sits in a shared sticky directory "+
+			"(mode %04o, owned by %s), where anyone may plant a file at a name; giving the new file that owner would hand "+
+			"what this process writes to %s, and making it this process's would take the file from its owner. Nothing was changed. "+
+			"Write it as %s, or remove it first if the name should be yours",
+			userName(prev.uid), uint32(dir.Mode.Perm())|0o1000, userName(dir.Uid), userName(prev.uid), userName(prev.uid))}
 }
 
 // ownerRefused is the error of a replace that cannot give its successor
@@ -459,7 +487,11 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // write of a service's state file leaves it the service's. A caller that
 // cannot give it that owner (another uid's file, and the caller is not
 // root) or group (one the caller is not a member of) is refused with
-// permission_denied, naming the owner, and nothing is changed. perm is
+// permission_denied, naming the owner, and nothing is changed; so is
+// even root where the file belongs to another uid that does not own the
+// directory and the directory is a shared sticky one (/tmp): there the
+// owner may be anyone who planted a file at the name, and would be handed
+// what the caller writes. perm is
 // the new file's mode whether or not path exists: it is an explicit
 // argument, and callers that mean to keep the old mode pass it (statelock's
 // Update and the exactfs write command do). A new file belongs to the
