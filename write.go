@@ -80,9 +80,10 @@ func ownerOf(st sys.Stat) *owner { return &owner{uid: st.Uid, gid: st.Gid} }
 // kept (another uid's file; a group the caller is not in), it refuses,
 // before anything is committed, with an error that names the owner and
 // says what to do: a replacement that belongs to the caller would lock the
-// owner out, which is what the refusal is for. Only the permission bits
-// are copied (never setuid, setgid or sticky), and neither ACLs nor other
-// extended attributes.
+// owner out, which is what the refusal is for. In a shared sticky
+// directory another uid's file is refused even for root (sharedSticky).
+// Only the permission bits are set (never setuid, setgid or sticky), and
+// neither ACLs nor other extended attributes are copied.
 func (s *pendingFile) own(prev *owner, perm fs.FileMode) error {
 	if prev != nil && (prev.uid != s.st.Uid || prev.gid != s.st.Gid) {
 		uid, gid := -1, -1
@@ -487,15 +488,16 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // write of a service's state file leaves it the service's. A caller that
 // cannot give it that owner (another uid's file, and the caller is not
 // root) or group (one the caller is not a member of) is refused with
-// permission_denied, naming the owner, and nothing is changed; so is
-// even root where the file belongs to another uid that does not own the
+// permission_denied, naming the owner, and nothing is changed. So is even
+// root where the file belongs to another uid that does not own the
 // directory and the directory is a shared sticky one (/tmp): there the
 // owner may be anyone who planted a file at the name, and would be handed
-// what the caller writes. perm is
-// the new file's mode whether or not path exists: it is an explicit
-// argument, and callers that mean to keep the old mode pass it (statelock's
-// Update and the exactfs write command do). A new file belongs to the
-// caller, as with os.WriteFile.
+// what the caller writes. perm is the new file's mode whether or not path
+// exists: it is an explicit argument, and callers that mean to keep the
+// old mode pass it (statelock's Update and the exactfs write command do).
+// Only permission bits are set; ACLs and other extended attributes of the
+// old file are not carried over. A new file belongs to the caller, as with
+// os.WriteFile.
 //
 // The commit is proved: the private name must still hold the staged file
 // just before the rename, and path must hold it just after. A file another
