@@ -24,9 +24,13 @@ import (
 // atomic_unavailable with nothing left behind: there is no link fallback,
 // the caller chooses its own way. If fill or the rename fails, the staged
 // file is removed while its name still holds it (an unknown rename outcome
-// keeps it, named in the error's Residue). If name does not hold the file
-// after the rename (another process removed or replaced it in between),
-// the result is identity_mismatch.
+// keeps it, named in the error's Residue). The staging name must still
+// hold the file fill wrote just before the rename (a file another process
+// renamed over it is left there, never published: identity_mismatch), and
+// name must hold it just after (otherwise, whether a file renamed over the
+// staging name in the few system calls between that check and the rename
+// was published or another process removed or replaced ours right after,
+// the result is identity_mismatch too, as the statelock records expect).
 func (d *Dir) CreateWith(name string, fill func(f *os.File) (Identity, error)) (*os.File, Identity, error) {
 	const op = "create"
 	path := d.join(name)
@@ -50,6 +54,12 @@ func (d *Dir) CreateWith(name string, fill func(f *os.File) (Identity, error)) (
 	}
 	id, err := fill(f)
 	if err != nil {
+		return abandon(err)
+	}
+	// The rename is by name: the staging name must still hold the file
+	// fill wrote (see stillStaged); the check after the rename covers the
+	// window this leaves.
+	if err := s.stillStaged(); err != nil {
 		return abandon(err)
 	}
 	if err := sys.RenameNoReplace(p.fd, s.name, p.fd, base); err != nil {

@@ -16,7 +16,7 @@ import (
 // operators see one vocabulary in both implementations' logs.
 type Code string
 
-// The outcome codes, the names the TypeScript peers log too, plus the two
+// The outcome codes, the names the TypeScript peers log too, plus the three
 // exactfs adds.
 const (
 	CodeNotFound            Code = "not_found"
@@ -46,6 +46,11 @@ const (
 	CodeChangedDuringRead Code = "changed_during_read"
 	// CodeUnsupported: the platform cannot do the operation safely.
 	CodeUnsupported Code = "unsupported"
+	// CodeOutcomeUnknown: a write reached its rename (or exchange), and
+	// what the name holds afterwards is not the file the write staged, so
+	// neither "committed" nor "nothing changed" can be proved. Read the
+	// name again to learn what it holds.
+	CodeOutcomeUnknown Code = "outcome_unknown"
 )
 
 // Sentinels for errors.Is. An *Error matches the sentinel of its Code.
@@ -73,6 +78,7 @@ var (
 	ErrIO                  = sentinel(CodeIOError)
 	ErrChangedDuringRead   = sentinel(CodeChangedDuringRead)
 	ErrUnsupported         = sentinel(CodeUnsupported)
+	ErrOutcomeUnknown      = sentinel(CodeOutcomeUnknown)
 )
 
 type codeError struct{ code Code }
@@ -336,6 +342,8 @@ func describe(c Code) string {
 		return "the file changed while it was read; nothing read can be attributed to it"
 	case CodeUnsupported:
 		return "unsupported on " + runtime.GOOS
+	case CodeOutcomeUnknown:
+		return "the write reached the filesystem, but whether the name holds what it wrote cannot be proved; read it again"
 	case CodeIOError, "":
 		// io_error is every errno without a code of its own (EIO, ENOSPC,
 		// EROFS, EDQUOT, ...): the wrapped errno says which.

@@ -18,6 +18,12 @@ import (
 //
 // CtimeNs is recorded but compared only where a rule says so: chmod, ACL
 // tools, indexers and even rename change it without changing the file.
+//
+// Uid and Gid are the owner and group from the same fstat. They are what a
+// replace gives its successor (see WriteFile), not part of the proof: Equal
+// leaves them out (a chown changes CtimeNs, which Equal compares), and
+// String does not record them, so an identity read back by ParseIdentity
+// has them zero and still equals the one it was printed from.
 type Identity struct {
 	Dev, Ino uint64
 	Nlink    uint64
@@ -26,12 +32,14 @@ type Identity struct {
 	CtimeNs  int64
 	Mode     fs.FileMode // type and permission bits
 	SHA256   [32]byte    // zero for directories
+	Uid, Gid uint32      // owner and group; not compared (see above)
 }
 
 func identityOf(st sys.Stat, sum [32]byte) Identity {
 	return Identity{
 		Dev: st.Dev, Ino: st.Ino, Nlink: st.Nlink, Size: st.Size,
 		MtimeNs: st.MtimeNs, CtimeNs: st.CtimeNs, Mode: st.Mode, SHA256: sum,
+		Uid: st.Uid, Gid: st.Gid,
 	}
 }
 
@@ -48,8 +56,12 @@ func (id Identity) SameContent(o Identity) bool {
 }
 
 // Equal reports whether every recorded field, ctime and link count
-// included, is the same. Compare-and-swap uses it.
-func (id Identity) Equal(o Identity) bool { return id == o }
+// included, is the same; the owner and group are not compared (see
+// Identity). Compare-and-swap uses it.
+func (id Identity) Equal(o Identity) bool {
+	id.Uid, id.Gid, o.Uid, o.Gid = 0, 0, 0, 0
+	return id == o
+}
 
 // diff describes for a person how found differs from id.
 func (id Identity) diff(found Identity) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -32,31 +34,142 @@ type pendingFile struct {
 }
 
 // stage writes data under a private name beside base in dirfd, with mode
-// perm, and fsyncs it.
-func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode) (*pendingFile, error) {
+// perm and, when prev is not nil, the owner and group of prev (the file it
+// will replace; see own), and fsyncs it.
+func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode, prev *owner) (*pendingFile, error) {
 	s, err := createPending(op, path, dirfd, base, suffix, os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
 	s.data = data
 	fd := s.fd
-	// The file is created 0600 and only then given its mode through the
-	// descriptor (unless it has it already): the umask cannot narrow it, and
-	// no one can open a wider-mode file before the bytes are complete.
-	if s.st.Mode.Perm() != perm.Perm() {
-		if err := sys.Fchmod(fd, uint32(perm.Perm())); err != nil {
-			return nil, s.failed(wrap(op, path, err))
-		}
-	}
 	if err := sys.Write(fd, data); err != nil {
 		return nil, s.failed(wrap(op, path, err))
 	}
-	// The bytes must be on disk before a name points at them, or a power
-	// cut after the rename leaves an empty or torn file at the name.
+	// The file is created 0600 and owned by the caller, and only given its
+	// owner and mode through the descriptor once its bytes are complete:
+	// the umask cannot narrow the mode, and until then no one else can
+	// open it (once it is theirs, the new owner can, as it could open the
+	// file at the name a moment later).
+	if err := s.own(prev, perm); err != nil {
+		return nil, s.failed(err)
+	}
+	// The bytes (and the owner and mode) must be on disk before a name
+	// points at them, or a power cut after the rename leaves an empty or
+	// torn file at the name.
 	if err := sys.Fsync(fd); err != nil {
 		return nil, s.failed(&Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err})
 	}
 	return s, nil
+}
+
+// owner is who a replacement must belong to: its predecessor's owner and
+// group, from the stat of the file at the name (see WriteFile) or from the
+// descriptor ReplaceExpected captured it through.
+type owner struct{ uid, gid uint32 }
+
+func ownerOf(st sys.Stat) *owner { return &owner{uid: st.Uid, gid: st.Gid} }
+
+// own is the one step that decides who a staged file belongs to: a replace
+// must not silently change who may read or write the state at the name (a
+// root one-off would hand a service's file to root, and the service would
+// fail on its next write). It gives the staged file prev's owner and group
+// (fchown, only where they differ from the creator's) and then mode perm
+// (fchmod). root can give any owner. Any other caller keeps what it may: a
+// group it belongs to, its own files. Where the owner or group cannot be
+// kept (another uid's file; a group the caller is not in), it refuses,
+// before anything is committed, with an error that names the owner and
+// says what to do: a replacement that belongs to the caller would lock the
+// owner out, which is what the refusal is for. In a shared sticky
+// directory another uid's file is refused even for root (sharedSticky).
+// Only the permission bits are set (never setuid, setgid or sticky), and
+// neither ACLs nor other extended attributes are copied.
+func (s *pendingFile) own(prev *owner, perm fs.FileMode) error {
+	if prev != nil && (prev.uid != s.st.Uid || prev.gid != s.st.Gid) {
+		uid, gid := -1, -1
+		if prev.uid != s.st.Uid {
+			if err := s.sharedSticky(*prev); err != nil {
+				return err
+			}
+			uid = int(prev.uid)
+		}
+		if prev.gid != s.st.Gid {
+			gid = int(prev.gid)
+		}
+		if err := sys.Fchown(s.fd, uid, gid); err != nil {
+			return ownerRefused(s.op, s.path, *prev, uid != -1, err)
+		}
+	}
+	if s.st.Mode.Perm() != perm.Perm() {
+		if err := sys.Fchmod(s.fd, uint32(perm.Perm())); err != nil {
+			return wrap(s.op, s.path, err)
+		}
+	}
+	return nil
+}
+
+// sharedSticky refuses to give the staged file to prev's owner, another
+// uid, when the directory is a shared sticky one (/tmp, a spool: sticky
+// and writable by group or others) that prev's owner does not own. There
+// anyone may plant a file at a name another user will write (root's
+// predictable /tmp path), and keeping the planter as the owner would hand
+// it what root writes; taking the file from its owner instead would be the
+// silent change the ownership step exists to prevent. Neither is right, so
+// the caller is told, with nothing changed. In a directory of the file's
+// owner, or a non-sticky one, the owner controls the name anyway.
+func (s *pendingFile) sharedSticky(prev owner) error {
+	dir, err := sys.Fstat(s.dirfd)
+	if err != nil {
+		return wrap(s.op, s.path, err)
+	}
+	if dir.Mode&fs.ModeSticky == 0 || dir.Mode.Perm()&0o022 == 0 || dir.Uid == prev.uid {
+		return nil
+	}
+	return &Error{Op: s.op, Path: s.path, Code: CodePermissionDenied,
+		Detail: fmt.Sprintf("refusing to replace it: the file belongs to %s and sits in a shared sticky directory "+
+			"(mode %04o, owned by %s), where anyone may plant a file at a name; giving the new file that owner would hand "+
+			"what this process writes to %s, and making it this process's would take the file from its owner. Nothing was changed. "+
+			"Write it as %s, or remove it first if the name should be yours",
+			userName(prev.uid), uint32(dir.Mode.Perm())|0o1000, userName(dir.Uid), userName(prev.uid), userName(prev.uid))}
+}
+
+// ownerRefused is the error of a replace that cannot give its successor
+// the predecessor's owner (byUid) or group.
+func ownerRefused(op, path string, prev owner, byUid bool, err error) error {
+	// EINVAL: the owner has no mapping in this user namespace.
+	if err != syscall.EPERM && err != syscall.EACCES && err != syscall.EINVAL {
+		return wrap(op, path, err)
+	}
+	me := os.Geteuid()
+	var detail string
+	if byUid {
+		detail = fmt.Sprintf("refusing to replace it: the file belongs to %s, group %s, and this process (uid %d) cannot give "+
+			"the new file that owner, so the replacement would be uid %d's and lock its owner out. Nothing was changed. "+
+			"Write it as %s or as root; to make the file yours on purpose, remove it first and write it anew",
+			userName(prev.uid), groupName(prev.gid), me, me, userName(prev.uid))
+	} else {
+		detail = fmt.Sprintf("refusing to replace it: the file's group is %s, which this process (uid %d) is not a member of, "+
+			"so the new file could not keep it and the group would lose its access. Nothing was changed. "+
+			"Write it as a member of that group or as root; to give the file your own group on purpose, remove it first and write it anew",
+			groupName(prev.gid), me)
+	}
+	return &Error{Op: op, Path: path, Code: CodePermissionDenied, Err: err, Detail: detail}
+}
+
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		return u.Username + " (uid " + id + ")"
+	}
+	return "uid " + id
+}
+
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil && g.Name != "" {
+		return g.Name + " (gid " + id + ")"
+	}
+	return "gid " + id
 }
 
 // createPending creates the private file of a pending write beside base in
@@ -119,11 +232,76 @@ func (s *pendingFile) residue() []string {
 	return []string{joinDir(s.path, s.name)}
 }
 
-// ready fires the staged hook and runs the caller's BeforeCommit check,
-// discarding the file if it refuses.
+// ready fires the staged hook, runs the caller's BeforeCommit check and
+// proves that the staging name still holds the staged file (stillStaged),
+// discarding the file if either refuses.
 func (s *pendingFile) ready(o writeOptions) error {
 	hook.Fire(hook.Staged, s.path)
-	return o.commit(s)
+	if err := o.commit(s); err != nil {
+		return err
+	}
+	if err := s.stillStaged(); err != nil {
+		return s.failed(err)
+	}
+	return nil
+}
+
+// stillStaged is the last check before a commit: the rename, link or
+// exchange that commits acts on the staging name, not on our descriptor,
+// so the name must still hold the inode we created and wrote (the fstat of
+// our descriptor at its creation against an lstat of the name). A file
+// renamed over the staging name (another process that can write the
+// directory) would otherwise be committed in our place and reported as
+// our success. On a mismatch nothing is committed and what is at the
+// staging name is left alone (failed removes the name only while it holds
+// our inode).
+//
+// A rename is by name, so a window remains between this lstat and the
+// rename(2): a substitution there is committed. landed, right after the
+// commit, sees it and reports an unknown outcome instead of success.
+func (s *pendingFile) stillStaged() error {
+	st, err := sys.Lstat(s.dirfd, s.name)
+	if err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+		hook.Fire(hook.Committing, s.path)
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return wrap(s.op, s.path, err)
+	}
+	what := "was removed"
+	if err == nil {
+		what = fmt.Sprintf("now holds inode %d, not the file this call wrote (inode %d)", st.Ino, s.st.Ino)
+	}
+	return &Error{Op: s.op, Path: s.path, Code: CodeIdentityMismatch,
+		Detail: fmt.Sprintf("the private staging name %s %s: another process replaced or removed it; "+
+			"nothing was committed, and whatever is at the staging name now is left alone", s.name, what)}
+}
+
+// landed proves, right after the commit, that the name holds the inode we
+// staged. Before that proof a name holding anything else is no successor
+// of ours: it may be a file renamed over the staging name in the window
+// stillStaged leaves, which the commit then moved to the name, or a
+// writer's successor that came within microseconds of our commit. The two
+// cannot be told apart, so the result is outcome_unknown (never success,
+// and never an identity: none would describe what is at the name). After
+// this proof a successor is just that (see finish). residue lists what
+// the commit left under a private name that the caller keeps.
+func (s *pendingFile) landed(residue ...string) error {
+	st, err := sys.Lstat(s.dirfd, s.base)
+	if err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+		return nil
+	}
+	s.closeFD()
+	found, cause := "nothing", error(nil)
+	if err == nil {
+		found = fmt.Sprintf("inode %d", st.Ino)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		found, cause = "something that could not be examined", err
+	}
+	return &Error{Op: s.op, Path: s.path, Code: CodeOutcomeUnknown, Err: cause, Residue: residue,
+		Detail: fmt.Sprintf("the commit was made, but the name then held %s, not the file this call wrote (inode %d): "+
+			"either another process replaced the private staging name just before the commit, which moved its file to the name, "+
+			"or another writer replaced the name just after it; read the file to learn what it holds", found, s.st.Ino)}
 }
 
 // done makes a commit durable (finish), closes the staged descriptor, and
@@ -154,6 +332,11 @@ func syncDir(op, path string, dirfd int) error {
 // of the fallback could not be removed, the error is cleanup_pending with
 // the residue's path, and the returned Identity (of the published, durable
 // file) is valid.
+//
+// The commit is proved as WriteFile's is: a file renamed over the private
+// name is never published as this call's (identity_mismatch before the
+// rename, outcome_unknown if it came in the window just before it), and
+// the returned Identity always describes what this call wrote.
 func Publish(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return publish(nil, path, data, perm, makeOptions(opts))
 }
@@ -177,7 +360,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if _, err := sys.Lstat(p.fd, base); err == nil {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
-	s, err := stage(op, path, p.fd, base, StagingSuffix, data, perm)
+	s, err := stage(op, path, p.fd, base, StagingSuffix, data, perm, nil)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -208,6 +391,13 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 			s.closeFD()
 			return Identity{}, e
 		}
+	}
+	if linked {
+		if err := s.landed(s.residue()...); err != nil {
+			return Identity{}, err
+		}
+	} else if err := s.landed(); err != nil {
+		return Identity{}, err
 	}
 	var pending error
 	if linked {
@@ -292,6 +482,31 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // the bytes are staged under a private name and fsynced, renamed over path,
 // and the directory is fsynced. An existing path that is not a regular file
 // (a symlink, FIFO, directory) is refused and left alone.
+//
+// The new file keeps the owner and group of the file it replaces (from an
+// lstat of path, which the rename then replaces), so that root's one-off
+// write of a service's state file leaves it the service's. A caller that
+// cannot give it that owner (another uid's file, and the caller is not
+// root) or group (one the caller is not a member of) is refused with
+// permission_denied, naming the owner, and nothing is changed. So is even
+// root where the file belongs to another uid that does not own the
+// directory and the directory is a shared sticky one (/tmp): there the
+// owner may be anyone who planted a file at the name, and would be handed
+// what the caller writes. perm is the new file's mode whether or not path
+// exists: it is an explicit argument, and callers that mean to keep the
+// old mode pass it (statelock's Update and the exactfs write command do).
+// Only permission bits are set; ACLs and other extended attributes of the
+// old file are not carried over. A new file belongs to the caller, as with
+// os.WriteFile.
+//
+// The commit is proved: the private name must still hold the staged file
+// just before the rename, and path must hold it just after. A file another
+// process renamed over the private name before the rename is never
+// committed (identity_mismatch, that file left alone); one that came in
+// the few system calls between that check and the rename is committed by
+// it, and is reported as outcome_unknown, never as success, as is a
+// successor that replaced path in the instant right after the rename
+// (the two cannot be told apart).
 func WriteFile(path string, data []byte, perm fs.FileMode, opts ...WriteOption) (Identity, error) {
 	return writeFile(nil, path, data, perm, makeOptions(opts))
 }
@@ -309,10 +524,14 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 		return Identity{}, err
 	}
 	defer p.close()
-	if st, err := sys.Lstat(p.fd, base); err == nil && !st.Mode.IsRegular() {
-		return Identity{}, typeError(op, path, st.Mode, "a regular file")
+	var prev *owner
+	if st, err := sys.Lstat(p.fd, base); err == nil {
+		if !st.Mode.IsRegular() {
+			return Identity{}, typeError(op, path, st.Mode, "a regular file")
+		}
+		prev = ownerOf(st)
 	}
-	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, perm)
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, perm, prev)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -330,6 +549,9 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 			return Identity{}, e
 		}
 	}
+	if err := s.landed(); err != nil {
+		return Identity{}, err
+	}
 	return s.done(nil, o)
 }
 
@@ -340,7 +562,13 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 // comes out of the exchange is proved to be the expected predecessor (if a
 // successor raced in, it is swapped back and the result is
 // identity_mismatch); then the predecessor is removed and the directory
-// fsynced. The new file keeps the predecessor's permission bits.
+// fsynced. The new file keeps the predecessor's permission bits, owner and
+// group (all from the descriptor it was captured through); a caller that
+// cannot give it that owner or group is refused as WriteFile explains.
+// The exchange is proved like WriteFile's rename: a file renamed over the
+// private name before it is never swapped in (identity_mismatch); one
+// swapped in after the last check is outcome_unknown, with the
+// predecessor kept at the private name named in Residue.
 //
 // Where the filesystem has no exchange rename, ReplaceExpected fails with
 // atomic_unavailable rather than fall back to a rename that could overwrite
@@ -385,7 +613,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	if !have.Equal(want) {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: "not the expected file: " + want.diff(have)}
 	}
-	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, have.Mode.Perm())
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, have.Mode.Perm(), &owner{uid: have.Uid, gid: have.Gid})
 	if err != nil {
 		return Identity{}, err
 	}
@@ -418,6 +646,12 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 		}
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: detail, Err: cerr}
 	}
+	// What went in must be ours: a file renamed over the staging name
+	// after stillStaged was exchanged in instead. The predecessor is then
+	// kept at the staging name, named in the error.
+	if err := s.landed(s.residue()...); err != nil {
+		return Identity{}, err
+	}
 	// The staging name now holds the proved predecessor under a private
 	// name no other process writes to.
 	hook.Fire(hook.BeforeCleanup, path)
@@ -446,7 +680,11 @@ func joinDir(path, name string) string {
 // only while it still names that inode. The directory is fsynced (both
 // directories, if they differ); the caller fsyncs the file's bytes first if
 // they must survive a power cut. An existing name is destination_exists
-// with nothing changed.
+// with nothing changed. The staged name must still hold the file it held
+// when the call began right before the rename (else identity_mismatch,
+// NotCommitted), and name must hold that file right after it (else
+// outcome_unknown with Unknown: a file renamed over the staged name in
+// between was published, or a successor came at once).
 //
 // On NFS, a staged name that is still open when it is removed is renamed
 // to .nfsXXXX instead (a second link that lives until the descriptor is
@@ -485,6 +723,14 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 		return NotCommitted, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
 	hook.Fire(hook.Staged, path)
+	// As in stillStaged: the rename is by name, so the staged name must
+	// still hold the file that was checked, and the destination must hold
+	// it after the rename.
+	if now, err := sys.Lstat(sp.fd, sbase); err != nil || now.Dev != src.Dev || now.Ino != src.Ino {
+		return NotCommitted, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Err: err,
+			Detail: "the staged name " + d.join(staged) + " no longer holds the file that was checked; nothing was committed"}
+	}
+	hook.Fire(hook.Committing, path)
 	linked, err := renameOrLink(sp.fd, sbase, dp.fd, dbase, nil)
 	if err != nil {
 		c, e := settle(op, path, err, src, sp.fd, sbase, dp.fd, dbase, !linked)
@@ -494,6 +740,15 @@ func publishStaged(d *Dir, staged, name string) (Commit, error) {
 			}
 			return c, e
 		}
+	}
+	if dt, err := sys.Lstat(dp.fd, dbase); err != nil || dt.Dev != src.Dev || dt.Ino != src.Ino {
+		e := &Error{Op: op, Path: path, Code: CodeOutcomeUnknown,
+			Detail: "the commit was made, but the name then did not hold the staged file: either another process replaced the staged name " +
+				"just before the commit, which moved its file to the name, or another writer replaced the name just after it; read it to learn what it holds"}
+		if linked {
+			e.Residue = []string{d.join(staged)}
+		}
+		return Unknown, e
 	}
 	var pending error
 	if linked {

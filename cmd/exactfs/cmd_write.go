@@ -57,7 +57,11 @@ Modes:
                   so PATH is never missing; it keeps the predecessor's mode.
 
 The new file's mode is --mode, else the mode of the file being replaced, else
-0600. A symlink, FIFO or directory at PATH is refused (exit 77) and left alone.
+0600. A replacement keeps the owner and group of the file it replaces, so root's
+one-off write of a service's file leaves it the service's; a user who cannot
+give it that owner (another user's file) or group (one the user is not in) is
+refused (exit 74) and nothing changes. A symlink, FIFO or directory at PATH is
+refused (exit 77) and left alone.
 
 Examples:
   echo '{"n":0}' | exactfs write --no-replace counter.json

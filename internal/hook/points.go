@@ -7,6 +7,13 @@ const (
 	// Staged fires when the staged file is written and fsynced, just
 	// before it is renamed, linked or exchanged into place.
 	Staged = "exactfs.write.staged"
+	// Committing fires after a write's last proof that its private staging
+	// name still holds the file it staged, immediately before the rename,
+	// link or exchange that commits it (WriteFile, Publish,
+	// ReplaceExpected, Dir.CreateWith): the window a rename by name leaves
+	// open. A file renamed over the staging name here is committed, and
+	// the write must then report an unknown outcome, never success.
+	Committing = "exactfs.write.committing"
 	// ReplaceChecked fires in ReplaceExpected after the destination was
 	// proved to be the expected predecessor and before the exchange.
 	ReplaceChecked = "exactfs.replace.checked"

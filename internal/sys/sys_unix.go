@@ -19,7 +19,7 @@ type Stat struct {
 	MtimeNs         int64
 	CtimeNs         int64
 	Mode            fs.FileMode // type bits and permission bits, as io/fs
-	Uid             uint32
+	Uid, Gid        uint32
 }
 
 func retry(f func() error) error {
@@ -63,6 +63,7 @@ func fromUnix(st *unix.Stat_t) Stat {
 		CtimeNs: st.Ctim.Nano(),
 		Mode:    modeOf(uint32(st.Mode)),
 		Uid:     st.Uid,
+		Gid:     st.Gid,
 	}
 }
 

@@ -12,7 +12,7 @@ type Stat struct {
 	MtimeNs         int64
 	CtimeNs         int64
 	Mode            fs.FileMode
-	Uid             uint32
+	Uid, Gid        uint32
 }
 
 // Windows has no O_NOFOLLOW, no descriptor-relative opens and no atomic
