@@ -112,7 +112,7 @@ func Reclaim(d *exactfs.Dir, name string, rm Removal, judge func(Captured) Judge
 		return Judgement{}, err
 	}
 	defer f.Close()
-	data, id, err := exactfs.CaptureFile(f)
+	data, id, err := exactfs.CaptureRecordFile(f)
 	if err != nil {
 		return Judgement{}, err
 	}
@@ -152,7 +152,7 @@ func guard(f *os.File) error {
 // was freed meanwhile, identity_mismatch when anything else is there or
 // the capture cannot say (a symlink planted, a writer rewriting it).
 func unchanged(d *exactfs.Dir, name, path string, judged exactfs.Identity) error {
-	_, cur, err := d.Capture(name)
+	_, cur, err := d.CaptureRecord(name)
 	switch {
 	case errors.Is(err, exactfs.ErrNotFound):
 		return err

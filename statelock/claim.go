@@ -259,6 +259,11 @@ func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 	freed, blocked, err := l.removeTree(treeRemoval{name: l.claim, judged: st.tree, guard: true, detached: emptyTree,
 		afterVerdict: hook.LockAfterClaimInspection, beforeRemoval: hook.LockBeforeClaimRemoval,
 		prepare: func() (bool, error) { return l.sidecarStill(st.side) }})
+	if err != nil {
+		// Another user's crashed claim in a directory that keeps us from
+		// removing it: name the owner (trust.go).
+		err = l.refuseIfForeign(l.claim, err)
+	}
 	if blocked != "" {
 		blocked = "a crashed claim whose removal is blocked by " + blocked
 	}
@@ -307,6 +312,21 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 		return false, err
 	}
 	defer f.Close()
+	if why, st := l.distrustFile(f); why != "" {
+		// Not ours to rewrite (trust.go): unlink exactly the version
+		// judged instead. No sidecar and no claim directory is a state
+		// every taker, the reference's too, creates its sidecar from.
+		err := l.dir.UnlinkExact(l.sidecar, judged.id, quarantineName())
+		switch {
+		case err == nil:
+			return true, nil
+		case permissionError(err):
+			return false, l.refuseUntrusted(l.sidecar, st, why, err)
+		case exactRemoved(err) == nil:
+			return false, nil
+		}
+		return false, err
+	}
 	if _, err := lockOrPlain(f, l.newOwner()); err != nil {
 		if errors.Is(err, errOFDConflict) {
 			return false, nil

@@ -56,7 +56,7 @@ func (l *locker) judgeLegacy(tree *exactfs.Tree) legacyJudgement {
 	if info == nil || !info.Identity.Mode.IsRegular() {
 		return legacyJudgement{why: "legacy directory without an info file", holder: "a legacy lock directory without info"}
 	}
-	data, id, err := l.dir.Capture(l.lockName + "/info")
+	data, id, err := l.dir.CaptureRecord(l.lockName + "/info")
 	if err != nil || !id.SameContent(info.Identity) {
 		return legacyJudgement{why: "legacy info changed or unreadable", holder: "a legacy lock directory"}
 	}

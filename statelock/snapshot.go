@@ -49,7 +49,7 @@ func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, id, err := exactfs.CaptureFile(f)
+	data, id, err := exactfs.CaptureRecordFile(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -59,7 +59,7 @@ func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
 
 // capture is openCapture without keeping the descriptor.
 func (l *locker) capture(name string) (*snapshot, error) {
-	data, id, err := l.dir.Capture(name)
+	data, id, err := l.dir.CaptureRecord(name)
 	if err != nil {
 		return nil, err
 	}
