@@ -119,7 +119,8 @@ func (l *locker) refuseUntrusted(name string, st sys.Stat, why string, cause err
 
 // refuseIfForeign turns a permission error met at name (opening, reading
 // or removing it) into the refusal naming its owner, when the object there
-// is one we do not trust; any other error comes back unchanged.
+// is not ours: one we do not trust, or the directory owner's that we may
+// not read or write. Any other error comes back unchanged.
 func (l *locker) refuseIfForeign(name string, err error) error {
 	var done *untrustedError
 	if !permissionError(err) || errors.As(err, &done) {
@@ -131,7 +132,12 @@ func (l *locker) refuseIfForeign(name string, err error) error {
 	}
 	why := l.distrust(st, st.Mode.IsDir())
 	if why == "" {
-		return err
+		euid := os.Geteuid()
+		if euid < 0 || st.Uid == uint32(euid) {
+			return err
+		}
+		why = fmt.Sprintf("it is owned by %s with mode %04o, which we (%s) may not use", userName(st.Uid),
+			sys.PermBits(st.Mode), userName(uint32(euid)))
 	}
 	return l.refuseUntrusted(name, st, why, err)
 }

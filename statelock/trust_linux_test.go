@@ -1,0 +1,439 @@
+package statelock
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/holdlog"
+	"github.com/exactfs/exactfs/internal/testfs"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// The trust tests run workers as other users: the test binary is copied
+// where they can run it, and re-executed with SysProcAttr.Credential. The
+// worker is chosen by trustWorkerEnv, dispatched from init so that it runs
+// before TestMain.
+const trustWorkerEnv = "STATELOCK_TRUST_WORKER"
+
+func init() {
+	mode := os.Getenv(trustWorkerEnv)
+	if mode == "" {
+		return
+	}
+	var err error
+	switch mode {
+	case "mallory":
+		err = malloryWorker()
+	case "victim":
+		err = victimWorker()
+	default:
+		err = fmt.Errorf("unknown trust worker %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trust worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// trustUser is a throwaway user made with useradd for one test.
+type trustUser struct {
+	name     string
+	uid, gid int
+}
+
+// addTrustUser makes a throwaway user (with its own group) and removes it
+// when the test ends.
+func addTrustUser(t *testing.T, tag string) trustUser {
+	t.Helper()
+	testfs.RequireRoot(t)
+	useradd := testfs.RequireCommand(t, "useradd", "userdel")
+	name := fmt.Sprintf("xt%s%d", tag, os.Getpid()%100000)
+	out, err := exec.Command(useradd, "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", name).Run() })
+	u := trustUser{name: name}
+	for _, f := range []struct {
+		flag string
+		dst  *int
+	}{{"-u", &u.uid}, {"-g", &u.gid}} {
+		out, err := exec.Command("id", f.flag, name).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *f.dst, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u
+}
+
+// sharedExe copies the test binary into a fresh 0755 directory under a
+// 0755 temp root, so that other users can run it, and returns its path and
+// the root (also 0755: other users can reach directories made under it).
+func sharedExe(t *testing.T) (exe, root string) {
+	t.Helper()
+	root, err := os.MkdirTemp("", "statelock-trust-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe = filepath.Join(root, "statelock.test")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe, root
+}
+
+// trustCmd is a re-execution of exe in trust worker mode, as u (nil: as
+// ourselves).
+func trustCmd(ctx context.Context, exe string, u *trustUser, mode string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{trustWorkerEnv + "=" + mode}, env...)...)
+	cmd.Dir = "/"
+	cmd.WaitDelay = 5 * time.Second
+	if u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), NoSetGroups: true}}
+	}
+	return cmd
+}
+
+const trustHost = "trust-test-host"
+
+// malloryWorker is the adversary: until its stdin closes, it swaps a fresh
+// released tombstone of its own over F.lock and over the sidecar (created
+// under a temp name, mode 0666 so any victim could write it, then renamed
+// over the name: a sticky directory lets it do that to any file it owns),
+// and plants an empty 0700 spare claim directory of its own, every 50–100
+// ms. It prints how many of each swap succeeded.
+func malloryWorker() error {
+	dir, base := os.Getenv("TRUST_DIR"), os.Getenv("TRUST_BASE")
+	stop := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
+	var swaps [3]int
+	plant := func(name string) bool {
+		tmp := filepath.Join(dir, ".m-"+exactfs.NewUUID())
+		rec := tombstone(exactfs.NewUUID(), trustHost).Encode()
+		if err := os.WriteFile(tmp, rec, 0o666); err != nil {
+			return false
+		}
+		os.Chmod(tmp, 0o666)
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			os.Remove(tmp)
+			return false
+		}
+		return true
+	}
+	plantSpare := func() bool {
+		tmp := filepath.Join(dir, ".m-"+exactfs.NewUUID())
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return false
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, sparePrefix+base+claimSuffix)); err != nil {
+			os.Remove(tmp)
+			return false
+		}
+		return true
+	}
+	step := func() {
+		for i, ok := range []bool{plant(base + lockSuffix), plant(base + sidecarSuffix), plantSpare()} {
+			if ok {
+				swaps[i]++
+			}
+		}
+	}
+	step()
+	fmt.Println("READY")
+	for {
+		select {
+		case <-stop:
+			fmt.Println("SWAPS", swaps[0], swaps[1], swaps[2])
+			return nil
+		case <-time.After(time.Duration(50+rand.IntN(51)) * time.Millisecond):
+			step()
+		}
+	}
+}
+
+// victimWorker makes TRUST_N attempts at an update of the counter in
+// TRUST_STATE, logging its hold intervals (enter after Lock, exit before
+// Unlock, whatever happened in between) to TRUST_LOG, and prints one line
+// per attempt (after "WROTE" when its write committed): "ACK" for an update whose lock, write and release all
+// succeeded, "REFUSED <error>" for lock_object_untrusted, "ERR <error>"
+// for anything else.
+func victimWorker() error {
+	state := os.Getenv("TRUST_STATE")
+	n, _ := strconv.Atoi(os.Getenv("TRUST_N"))
+	log, err := holdlog.Open(os.Getenv("TRUST_LOG"))
+	if err != nil {
+		return err
+	}
+	opts := []Option{WithHostIdentity(liveness.FixedHostIdentity(trustHost)), WithWait(10 * time.Second)}
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for range n {
+		h, err := Lock(context.Background(), state, opts...)
+		if err != nil {
+			if exactfs.CodeOf(err) == ReasonUntrusted {
+				fmt.Fprintln(out, "REFUSED", oneLine(err))
+			} else {
+				fmt.Fprintln(out, "ERR", oneLine(err))
+			}
+			time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond)
+			continue
+		}
+		log.Enter()
+		opErr := h.update(func(old []byte) ([]byte, error) {
+			s, err := parseCounter(old)
+			if err != nil {
+				return nil, err
+			}
+			time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+			s.N++
+			return json.Marshal(s)
+		})
+		log.Exit()
+		if opErr == nil {
+			fmt.Fprintln(out, "WROTE")
+		}
+		if err := errors.Join(opErr, h.Unlock()); err != nil {
+			fmt.Fprintln(out, "ERR", oneLine(err))
+			continue
+		}
+		fmt.Fprintln(out, "ACK")
+	}
+	return nil
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }
+
+// trustRun is the outcome of one adversary run.
+type trustRun struct {
+	acked, wrote, final, overlaps int
+	refused, errs          map[string][]string // by victim kind
+	swaps                  string
+}
+
+// lost is the number of committed increments missing from the final count.
+func (r trustRun) lost() int { return r.wrote - r.final }
+
+// runAdversary runs mallory (m) against rootVictims root victims and
+// userVictims victims of a third uid (v), each making n update attempts,
+// in a fresh world-writable sticky directory under root.
+func runAdversary(t *testing.T, exe, root string, m, v trustUser, rootVictims, userVictims, n int) trustRun {
+	top, err := os.MkdirTemp(root, "run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	dir := filepath.Join(top, "spool")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(top, "logs")
+	if err := os.Mkdir(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	mal := trustCmd(ctx, exe, &m, "mallory", "TRUST_DIR="+dir, "TRUST_BASE=state.json")
+	stdin, err := mal.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	malOut, err := mal.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mal.Stderr = os.Stderr
+	if err := mal.Start(); err != nil {
+		t.Fatal(err)
+	}
+	msc := bufio.NewScanner(malOut)
+	if !msc.Scan() || msc.Text() != "READY" {
+		t.Fatalf("mallory did not start: %q", msc.Text())
+	}
+
+	run := trustRun{refused: map[string][]string{}, errs: map[string][]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var logFiles []string
+	start := func(kind string, u *trustUser, i int) {
+		lf := filepath.Join(logs, fmt.Sprintf("%s-%d.log", kind, i))
+		if err := os.WriteFile(lf, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if u != nil {
+			os.Chown(lf, u.uid, u.gid)
+		}
+		logFiles = append(logFiles, lf)
+		cmd := trustCmd(ctx, exe, u, "victim", "TRUST_STATE="+filepath.Join(dir, "state.json"),
+			"TRUST_N="+strconv.Itoa(n), "TRUST_LOG="+lf)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(out)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				mu.Lock()
+				switch {
+				case line == "ACK":
+					run.acked++
+				case line == "WROTE":
+					run.wrote++
+				case strings.HasPrefix(line, "REFUSED "):
+					run.refused[kind] = append(run.refused[kind], line)
+				default:
+					run.errs[kind] = append(run.errs[kind], line)
+				}
+				mu.Unlock()
+			}
+			if err := cmd.Wait(); err != nil {
+				mu.Lock()
+				run.errs[kind] = append(run.errs[kind], "worker: "+err.Error())
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range rootVictims {
+		start("root", nil, i)
+	}
+	for i := range userVictims {
+		start("user", &v, i)
+	}
+	wg.Wait()
+	stdin.Close()
+	if msc.Scan() {
+		run.swaps = msc.Text()
+	}
+	mal.Wait()
+
+	rep, err := holdlog.Check(true, logFiles...)
+	run.overlaps = len(rep.Overlaps)
+	if err != nil && run.overlaps == 0 {
+		t.Errorf("hold logs: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	s, err := parseCounter(data)
+	if err != nil {
+		t.Fatalf("state %q: %v", data, err)
+	}
+	run.final = s.N
+	t.Logf("adversary run: %d acknowledged, %d written, final count %d (lost %d), %d overlaps, mallory %s; refused: root %d, user %d; other errors: root %d, user %d",
+		run.acked, run.wrote, run.final, run.lost(), run.overlaps, run.swaps, len(run.refused["root"]), len(run.refused["user"]),
+		len(run.errs["root"]), len(run.errs["user"]))
+	for kind, errs := range run.errs {
+		for i, e := range errs {
+			if i == 5 {
+				t.Logf("  %s: ... %d more", kind, len(errs)-5)
+				break
+			}
+			t.Logf("  %s error: %s", kind, e)
+		}
+	}
+	for kind, r := range run.refused {
+		t.Logf("  %s refusal (first of %d): %s", kind, len(r), r[0])
+	}
+	return run
+}
+
+// TestAdversaryTombstoneSwaps is issue 18's attack: in a world-writable
+// sticky directory, another user (mallory) keeps renaming fresh released
+// tombstones of its own over F.lock and the sidecar and planting a spare
+// claim directory, while victims of two kinds (root, and a third user)
+// update a counter. Exclusion must hold: no two hold intervals overlap
+// (CLOCK_MONOTONIC, internal/holdlog) and the final count is the number of
+// acknowledged updates. A victim that may not replace mallory's file (the
+// third user, in a sticky directory) is refused with lock_object_untrusted
+// naming mallory. On 7b17545 the victims adopt mallory's inodes and
+// mallory's swaps let a second victim in while the first holds the lock.
+func TestAdversaryTombstoneSwaps(t *testing.T) {
+	n := 40
+	if testing.Short() {
+		n = 10
+	}
+	exe, root := sharedExe(t)
+	m := addTrustUser(t, "m")
+	v := addTrustUser(t, "v")
+
+	// Both kinds of victim at once: root may replace mallory's files
+	// (exact unlink, then its own create, which mallory cannot rename
+	// over); the third user may not, and must be refused, never let in.
+	run := runAdversary(t, exe, root, m, v, 4, 2, n)
+	if run.overlaps != 0 || run.lost() != 0 || run.final != run.acked {
+		t.Errorf("exclusion broken: %d overlaps, %d acknowledged, %d written, final count %d", run.overlaps, run.acked, run.wrote, run.final)
+	}
+	if run.acked != 4*n {
+		t.Errorf("root victims acknowledged %d updates, want %d (every root victim may replace mallory's files)", run.acked, 4*n)
+	}
+	if len(run.errs["root"]) != 0 {
+		t.Errorf("root victims failed: %v", run.errs["root"])
+	}
+	for _, r := range run.refused["user"] {
+		if !strings.Contains(r, "or root can remove it") {
+			t.Errorf("refusal does not say who can clear it: %s", r)
+		}
+	}
+	if len(run.errs["user"]) != 0 {
+		t.Errorf("the third user's victims failed other than by a refusal: %v", run.errs["user"])
+	}
+
+	// The third user alone against mallory: every attempt is refused, and
+	// the refusal names mallory.
+	run = runAdversary(t, exe, root, m, v, 0, 2, 5)
+	if run.overlaps != 0 || run.acked != 0 || run.final != 0 {
+		t.Errorf("the third user took mallory's lock: %d acknowledged, %d overlaps, final %d", run.acked, run.overlaps, run.final)
+	}
+	if len(run.refused["user"]) != 10 {
+		t.Errorf("want 10 refusals, got %d; errors: %v", len(run.refused["user"]), run.errs["user"])
+	}
+	for _, r := range run.refused["user"] {
+		if !strings.Contains(r, "("+m.name+")") || !strings.Contains(r, "lock_object_untrusted") {
+			t.Errorf("refusal does not name mallory (%s): %s", m.name, r)
+		}
+	}
+}
