@@ -238,8 +238,8 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 // trustRun is the outcome of one adversary run.
 type trustRun struct {
 	acked, wrote, final, overlaps int
-	refused, errs          map[string][]string // by victim kind
-	swaps                  string
+	refused, errs                 map[string][]string // by victim kind
+	swaps                         string
 }
 
 // lost is the number of committed increments missing from the final count.
