@@ -189,6 +189,9 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	a := Action{Kind: kind, Path: l.path(r.Name)}
 	rm := liveness.Removal{Quarantine: func() string { return placeholderFree(r.Name) }}
 	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
+		if l.foreignFile(c.File) != "" {
+			return recoverVerdict("", dryRun) // another user's file is never removed (trust.go)
+		}
 		a.Evidence = residueEvidence(r.Kind, c)
 		return recoverVerdict(a.Evidence, dryRun)
 	})

@@ -93,6 +93,20 @@ func (l *locker) distrustFile(f *os.File) (string, sys.Stat) {
 	return l.distrust(st, false), st
 }
 
+// foreignFile is foreignOwner for the file open as f: why it is another
+// user's (neither ours nor the directory owner's), or "". The residue
+// sweeps never remove such a file, whatever its name says.
+func (l *locker) foreignFile(f *os.File) string {
+	if os.Geteuid() < 0 {
+		return "" // no uids here
+	}
+	var st sys.Stat
+	if err := sys.Control(f, func(fd int) (err error) { st, err = sys.Fstat(fd); return err }); err != nil {
+		return "its owner cannot be read (" + err.Error() + ")"
+	}
+	return l.foreignOwner(st.Uid)
+}
+
 // userName is "uid N (name)", or "uid N" where the name is unknown.
 func userName(uid uint32) string {
 	s := "uid " + strconv.FormatUint(uint64(uid), 10)

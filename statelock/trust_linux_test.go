@@ -437,3 +437,67 @@ func TestAdversaryTombstoneSwaps(t *testing.T) {
 		}
 	}
 }
+
+// TestResidueOfAnotherUserKept: the residue sweep (and Recover's) never
+// removes another user's file, however much its name looks like ours and
+// however inert it is; a large residue file of ours (a copy of a state
+// file, not a record) is still swept. On 7b17545 root's sweep removes the
+// other user's files.
+func TestResidueOfAnotherUserKept(t *testing.T) {
+	other := addTrustUser(t, "r")
+	e := newEnv(t)
+	if err := os.WriteFile(e.state, []byte("current"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Base(e.state)
+	at := func(n string) string { return filepath.Join(e.dir, n) }
+	theirs := "." + base + "." + exactfs.NewUUID() + exactfs.ReplacementSuffix
+	theirTemp := base + ".tmp-" + strconv.Itoa(deadPid(t)) + "-" + exactfs.NewUUID()
+	theirLockStaging := "." + filepath.Base(e.lock) + "." + exactfs.NewUUID() + exactfs.StagingSuffix
+	ours := "." + base + "." + exactfs.NewUUID() + exactfs.ReplacementSuffix
+	for _, n := range []string{theirs, theirTemp, theirLockStaging} {
+		if err := os.WriteFile(at(n), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(at(n), other.uid, other.gid); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Hour)
+		os.Chtimes(at(n), old, old)
+	}
+	if err := os.WriteFile(at(ours), []byte(strings.Repeat("x", 64<<10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Recover first: its residue path keeps the other user's lock staging.
+	acts, err := Recover(e.state, false, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if filepath.Base(a.Path) == theirLockStaging {
+			t.Errorf("Recover acted on another user's file: %+v", a)
+		}
+	}
+	h, err := TryLock(e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := h.Residue()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{theirs, theirTemp, theirLockStaging} {
+		if _, err := os.Lstat(at(n)); err != nil {
+			t.Errorf("another user's %s was removed: %v", n, err)
+		}
+		if r := residueNamed(rep, n); r != nil && (r.Removed || !strings.Contains(r.Note, other.name)) {
+			t.Errorf("%s: %+v, want kept naming %s", n, r, other.name)
+		}
+	}
+	if r := residueNamed(rep, theirs); r == nil {
+		t.Errorf("another user's staging file not reported: %+v", rep)
+	}
+	if _, err := os.Lstat(at(ours)); !os.IsNotExist(err) {
+		t.Errorf("our own 64 KiB staging file was not swept: %v (report %+v)", err, residueNamed(rep, ours))
+	}
+}
