@@ -41,6 +41,15 @@ func init() {
 		err = malloryWorker()
 	case "victim":
 		err = victimWorker()
+	case "svc":
+		err = svcWorker()
+	case "hold":
+		var h *Held
+		if h, err = Lock(context.Background(), os.Getenv("TRUST_STATE"), WithHostIdentity(liveness.FixedHostIdentity(trustHost))); err == nil {
+			fmt.Println("H")
+			time.Sleep(10 * time.Minute)
+			err = h.Unlock()
+		}
 	default:
 		err = fmt.Errorf("unknown trust worker %q", mode)
 	}
@@ -500,4 +509,148 @@ func TestResidueOfAnotherUserKept(t *testing.T) {
 	if _, err := os.Lstat(at(ours)); !os.IsNotExist(err) {
 		t.Errorf("our own 64 KiB staging file was not swept: %v (report %+v)", err, residueNamed(rep, ours))
 	}
+}
+
+// svcWorker makes TRUST_N updates of the counter in TRUST_STATE and fails
+// at the first error.
+func svcWorker() error {
+	n, _ := strconv.Atoi(os.Getenv("TRUST_N"))
+	for range n {
+		err := Update(context.Background(), os.Getenv("TRUST_STATE"), func(old []byte) ([]byte, error) {
+			s, err := parseCounter(old)
+			if err != nil {
+				return nil, err
+			}
+			s.N++
+			return json.Marshal(s)
+		}, WithHostIdentity(liveness.FixedHostIdentity(trustHost)), WithWait(5*time.Second))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceDir makes a directory owned by svc (0700) where svc can reach
+// it, with its state file, svc's, holding {"n":0}.
+func serviceDir(t *testing.T, root string, svc trustUser) (dir, state string) {
+	t.Helper()
+	dir, err := os.MkdirTemp(root, "svc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state = filepath.Join(dir, "state.json")
+	if err := os.WriteFile(state, []byte(`{"n":0}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, state} {
+		if err := os.Chown(p, svc.uid, svc.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, state
+}
+
+// runAs runs a trust worker as u and fails the test if it fails.
+func runAs(t *testing.T, exe string, u *trustUser, mode string, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := trustCmd(ctx, exe, u, mode, env...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s as %s: %v\n%s", mode, u.name, err, out)
+	}
+}
+
+// rootCycles takes and releases the lock n times as root, in process.
+func rootCycles(t *testing.T, state string, n int) {
+	t.Helper()
+	for range n {
+		h, err := Lock(context.Background(), state, WithHostIdentity(liveness.FixedHostIdentity(trustHost)), WithWait(5*time.Second))
+		if err != nil {
+			t.Fatalf("root's lock: %v", err)
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ownedBy fails the test unless each lock object that exists is owned by u.
+func ownedBy(t *testing.T, u trustUser, state string) {
+	t.Helper()
+	base := filepath.Base(state)
+	for _, n := range []string{base + lockSuffix, base + sidecarSuffix, sparePrefix + base + claimSuffix} {
+		fi, err := os.Lstat(filepath.Join(filepath.Dir(state), n))
+		if errors.Is(err, os.ErrNotExist) && n != base+lockSuffix {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != u.uid || int(st.Gid) != u.gid {
+			t.Errorf("%s is owned by %d:%d, want the directory owner's %d:%d", n, st.Uid, st.Gid, u.uid, u.gid)
+		}
+	}
+}
+
+// TestRootInServiceDirectory: root taking the lock in a directory owned
+// by a service (another uid) does not lock the service out, in either
+// order, and not when root's holder is SIGKILLed: every object root
+// creates there is the directory owner's, and root adopts the directory
+// owner's records. On 7b17545 root's first lock leaves root-owned 0600
+// records that the service can never read again.
+func TestRootInServiceDirectory(t *testing.T) {
+	exe, root := sharedExe(t)
+	svc := addTrustUser(t, "s")
+
+	t.Run("root first", func(t *testing.T) {
+		_, state := serviceDir(t, root, svc)
+		rootCycles(t, state, 3)
+		ownedBy(t, svc, state)
+		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=3")
+		if got := string(mustRead(t, state)); got != `{"n":3,"log":null}` && got != `{"n":3}` {
+			t.Fatalf("state: %s", got)
+		}
+	})
+	t.Run("root holder killed", func(t *testing.T) {
+		_, state := serviceDir(t, root, svc)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := trustCmd(ctx, exe, nil, "hold", "TRUST_STATE="+state)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "H" {
+			t.Fatalf("holder did not lock: %q", sc.Text())
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		ownedBy(t, svc, state)
+		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
+	})
+	t.Run("service first", func(t *testing.T) {
+		_, state := serviceDir(t, root, svc)
+		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
+		before, err := os.Lstat(state + lockSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rootCycles(t, state, 3)
+		after, err := os.Lstat(state + lockSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(before, after) {
+			t.Errorf("root replaced the service's tombstone instead of reusing it")
+		}
+		ownedBy(t, svc, state)
+		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
+	})
 }
