@@ -20,6 +20,7 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/holdlog"
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 	"github.com/exactfs/exactfs/liveness"
 )
@@ -43,6 +44,11 @@ func init() {
 		err = victimWorker()
 	case "svc":
 		err = svcWorker()
+	case "big":
+		// One Update with a 2 s budget; prints its error.
+		uerr := Update(context.Background(), os.Getenv("TRUST_STATE"), func(b []byte) ([]byte, error) { return b, nil },
+			WithHostIdentity(liveness.FixedHostIdentity(trustHost)), WithWait(2*time.Second))
+		fmt.Println(oneLine(uerr))
 	case "hold":
 		var h *Held
 		if h, err = Lock(context.Background(), os.Getenv("TRUST_STATE"), WithHostIdentity(liveness.FixedHostIdentity(trustHost))); err == nil {
@@ -653,4 +659,65 @@ func TestRootInServiceDirectory(t *testing.T) {
 		ownedBy(t, svc, state)
 		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
 	})
+}
+
+// TestHugeRecordsNotRead: a 1 GiB sparse F.lock, and a 1 GiB sparse
+// sidecar, are malformed at once (exactfs.RecordCap): an Update with a 2 s
+// budget gives up on them without reading a byte of them (a counting hook
+// on the capture's read) and with a small peak memory (getrusage of a
+// child process). On 7b17545 the child reads each gigabyte whole: 35-41 s
+// and 4-5 GB.
+func TestHugeRecordsNotRead(t *testing.T) {
+	for _, which := range []string{lockSuffix, sidecarSuffix} {
+		t.Run(strings.TrimPrefix(which, "."), func(t *testing.T) {
+			e := newEnv(t)
+			big := e.state + which
+			f, err := os.OpenFile(big, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(1 << 30); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+
+			// In process: no read of the big file at all.
+			var reads int
+			var mu sync.Mutex
+			restore := hook.Set(hook.CaptureRead, func(p string) {
+				if p == big {
+					mu.Lock()
+					reads++
+					mu.Unlock()
+				}
+			})
+			_, err = TryLock(e.state, e.opts()...)
+			restore()
+			if err == nil || !errors.Is(err, ErrLocked) {
+				t.Fatalf("TryLock over a 1 GiB %s: %v, want ErrLocked", which, err)
+			}
+			if !strings.Contains(err.Error(), "larger than any record") {
+				t.Errorf("the error does not say what is wrong: %v", err)
+			}
+			if reads != 0 {
+				t.Errorf("the 1 GiB %s was read %d times", which, reads)
+			}
+
+			// In a child: the peak memory of a whole Update's wait.
+			exe, _ := os.Executable()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := trustCmd(ctx, exe, nil, "big", "TRUST_STATE="+e.state)
+			start := time.Now()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("child: %v", err)
+			}
+			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+			t.Logf("Update over a 1 GiB %s: %s, peak RSS %d KiB: %s", which, time.Since(start).Round(time.Millisecond), rss, strings.TrimSpace(string(out)))
+			if rss > 100<<10 {
+				t.Errorf("peak RSS %d KiB over a 1 GiB %s: it was read", rss, which)
+			}
+		})
+	}
 }
