@@ -141,6 +141,13 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 			st.State = StateHeld
 		}
 	}
+	if fi, err := l.dir.Lstat(l.sidecar); err == nil && !fi.Mode().IsRegular() {
+		// Every lock call takes the claim, and refuses a sidecar that is
+		// not a regular file (unsafe_lock_path_type): whatever F.lock
+		// says, the lock cannot be taken, and status must say so.
+		st.State = StateUnsafe
+		st.Detail = unsafePath(l, l.sidecar, fi.Mode()).Error() + "; every lock call refuses it until it is removed by hand"
+	}
 	cs := l.inspectClaim()
 	st.Claim = ClaimStatus{Present: cs.present, Directory: cs.dir, SidecarPresent: cs.side != nil,
 		SidecarVerdict: cs.verdict, Crashed: cs.stale, Why: cs.why}

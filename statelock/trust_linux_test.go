@@ -721,3 +721,36 @@ func TestHugeRecordsNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectNonRegularSidecar: a directory, FIFO or symlink at
+// F.lock.transition.owner makes every lock call refuse
+// (unsafe_lock_path_type), and Inspect says so, naming what is there. On
+// 7b17545 Inspect says "free" (or "released").
+func TestInspectNonRegularSidecar(t *testing.T) {
+	for _, c := range []struct {
+		name, what string
+		make       func(p string) error
+	}{
+		{"directory", "not a regular file", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"fifo", "a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"symlink", "a symlink", func(p string) error { return os.Symlink("/etc/hostname", p) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			if err := c.make(e.sidecar); err != nil {
+				t.Fatal(err)
+			}
+			_, err := TryLock(e.state, e.opts()...)
+			if exactfs.CodeOf(err) != ReasonUnsafePathType {
+				t.Fatalf("TryLock: %v, want unsafe_lock_path_type", err)
+			}
+			st, err := Inspect(e.state, e.opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.State != StateUnsafe || !strings.Contains(st.Detail, filepath.Base(e.sidecar)) || !strings.Contains(st.Detail, c.what) {
+				t.Fatalf("Inspect: %s, %q; want unsafe naming the sidecar as %s", st.State, st.Detail, c.what)
+			}
+		})
+	}
+}
