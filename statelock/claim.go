@@ -306,7 +306,7 @@ func (l *locker) sidecarStill(judged *snapshot) (ok bool, err error) {
 func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) {
+		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) || leased(err) {
 			return false, nil
 		}
 		return false, err

@@ -3,6 +3,7 @@ package statelock
 import (
 	"errors"
 	"io/fs"
+	"syscall"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -202,6 +203,8 @@ func unreadRecord(err error) (c *contention, again bool, _ error) {
 		return nil, false, &unsafeError{err}
 	case errors.Is(err, exactfs.ErrChangedDuringRead):
 		return &contention{reason: ReasonOwnerRecordFresh, holder: "a record being written"}, false, nil
+	case leased(err):
+		return &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
 	case errors.Is(err, exactfs.ErrRecordTooLarge):
 		// Malformed at once, unread (exactfs.RecordCap): kept, as every
 		// malformed record nobody can attribute is, for a person to check.
@@ -233,8 +236,21 @@ func (l *locker) takeTombstone(name string, s *snapshot, rec *Record) (*heldReco
 		return nil, nil, true, nil
 	case unsafeType(err):
 		return nil, nil, false, &unsafeError{err}
+	case leased(err):
+		return nil, &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
 	}
 	return nil, nil, false, err
+}
+
+// leaseHolder describes the holder of a file lease on a lock file.
+const leaseHolder = "a process holding a file lease on it (fcntl F_SETLEASE), until it lets go"
+
+// leased reports whether err is a non-blocking open refused because
+// another process holds a file lease that the open would break
+// (EWOULDBLOCK): somebody is using the file right now, which is
+// contention, never a failure.
+func leased(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN)
 }
 
 // exactRemoved maps the outcome of an exact removal: done, already gone, a

@@ -44,6 +44,10 @@ func init() {
 		err = victimWorker()
 	case "svc":
 		err = svcWorker()
+	case "lease":
+		// Holds a file lease (TRUST_LEASE: "r" or "w") on TRUST_FILE for
+		// TRUST_MS, then closes it.
+		err = leaseWorker()
 	case "big":
 		// One Update with a 2 s budget; prints its error.
 		uerr := Update(context.Background(), os.Getenv("TRUST_STATE"), func(b []byte) ([]byte, error) { return b, nil },
@@ -751,6 +755,65 @@ func TestInspectNonRegularSidecar(t *testing.T) {
 			if st.State != StateUnsafe || !strings.Contains(st.Detail, filepath.Base(e.sidecar)) || !strings.Contains(st.Detail, c.what) {
 				t.Fatalf("Inspect: %s, %q; want unsafe naming the sidecar as %s", st.State, st.Detail, c.what)
 			}
+		})
+	}
+}
+
+func leaseWorker() error {
+	flag, kind := os.O_RDONLY, syscall.F_RDLCK
+	if os.Getenv("TRUST_LEASE") == "w" {
+		flag, kind = os.O_RDWR, syscall.F_WRLCK
+	}
+	f, err := os.OpenFile(os.Getenv("TRUST_FILE"), flag, 0)
+	if err != nil {
+		return err
+	}
+	const fSetLease = 1024 // F_SETLEASE
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), fSetLease, uintptr(kind)); e != 0 {
+		return fmt.Errorf("F_SETLEASE: %w", e)
+	}
+	fmt.Println("L")
+	ms, _ := strconv.Atoi(os.Getenv("TRUST_MS"))
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return f.Close()
+}
+
+// TestLeasedLockFileIsContention: another process's file lease on F.lock
+// (a read lease: opening for write fails EWOULDBLOCK with O_NONBLOCK; a
+// write lease: opening at all does) is contention, not an error: TryLock
+// says ErrLocked, and Lock waits until the lease is gone. On 7b17545 both
+// fail with an I/O error (exit 74 from the CLI).
+func TestLeasedLockFileIsContention(t *testing.T) {
+	for _, kind := range []string{"r", "w"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t)
+			if err := os.WriteFile(e.lock, tombstone(exactfs.NewUUID(), e.host.ID).Encode(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			exe, _ := os.Executable()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := trustCmd(ctx, exe, nil, "lease", "TRUST_FILE="+e.lock, "TRUST_LEASE="+kind, "TRUST_MS=1500")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "L" {
+				t.Fatalf("the lease holder did not start: %q", sc.Text())
+			}
+			if _, err := TryLock(e.state, e.opts()...); !errors.Is(err, ErrLocked) {
+				t.Fatalf("TryLock over a leased F.lock: %v, want ErrLocked", err)
+			}
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+			if err != nil {
+				t.Fatalf("Lock over a leased F.lock: %v", err)
+			}
+			h.Unlock()
 		})
 	}
 }
