@@ -74,6 +74,12 @@ func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 
 func (l *locker) recoverClaim(dryRun bool) []Action {
 	cs := l.inspectClaim()
+	if cs.future && !cs.stale {
+		// Its mtime is ahead of the clock: its age is how long it is seen
+		// unchanged (claimAges). Look again once that is long enough.
+		time.Sleep(claimMinAge + 50*time.Millisecond)
+		cs = l.inspectClaim()
+	}
 	if !cs.present || !cs.dir {
 		return nil
 	}

@@ -817,3 +817,56 @@ func TestLeasedLockFileIsContention(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashedClaimFromTheFuture: a crashed claim (directory and tombstone
+// sidecar, nobody holding them) whose mtimes are an hour ahead of the
+// clock (it was stepped back) is reclaimed once it has been seen unchanged
+// for a second: Lock succeeds within its budget, Inspect explains, and
+// Recover removes one. On 7b17545 Lock times out on it until the clock
+// catches up, and Recover finds nothing.
+func TestCrashedClaimFromTheFuture(t *testing.T) {
+	plant := func(t *testing.T, e *testEnv) {
+		if err := os.Mkdir(e.claim, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(e.sidecar, tombstone(exactfs.NewUUID(), e.host.ID).Encode(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		future := time.Now().Add(time.Hour)
+		for _, p := range []string{e.sidecar, e.claim} {
+			if err := os.Chtimes(p, future, future); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("lock", func(t *testing.T) {
+		e := newEnv(t)
+		plant(t, e)
+		st, err := Inspect(e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(st.Claim.Why, "in the future") {
+			t.Errorf("Inspect does not explain the future mtime: %q", st.Claim.Why)
+		}
+		h, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+		if err != nil {
+			t.Fatalf("Lock over a crashed claim from the future: %v", err)
+		}
+		h.Unlock()
+	})
+	t.Run("recover", func(t *testing.T) {
+		e := newEnv(t)
+		plant(t, e)
+		acts, err := Recover(e.state, false, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) == 0 || acts[0].Kind != "remove-claim" || !acts[0].Done {
+			t.Fatalf("Recover: %+v", acts)
+		}
+		if _, err := os.Lstat(e.claim); !os.IsNotExist(err) {
+			t.Fatalf("the claim is still there: %v", err)
+		}
+	})
+}
