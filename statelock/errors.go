@@ -95,7 +95,7 @@ func sentence(e *LockError) string {
 	case ReasonUnsafePathType:
 		fmt.Fprintf(&b, "refusing to use %s: it is not a regular file or directory", name)
 	case ReasonUntrusted:
-		fmt.Fprintf(&b, "refusing to take %s: a lock file is another user's or not the protocol's (trust.go)", name)
+		fmt.Fprintf(&b, "refusing to take %s: one of its lock files belongs to someone else", name)
 	case ReasonInitFailed:
 		fmt.Fprintf(&b, "cannot take %s", name)
 	case ReasonInspectionFailed:

@@ -121,12 +121,16 @@ func userName(uid uint32) string {
 // nothing was tried). It names the owner and says who can clear it.
 func (l *locker) refuseUntrusted(name string, st sys.Stat, why string, cause error) error {
 	owner := userName(st.Uid)
-	detail := "refusing to use " + l.path(name) + ": " + why + ". exactfs never writes into, rewrites or reuses " +
-		"a lock file it cannot trust (its owner could rename it away at any moment)"
+	detail := why + "; a lock file we cannot trust is never written into or reused " +
+		"(its owner could rename it away while we hold the lock)"
 	if cause != nil {
-		detail += ", and cannot replace it here (" + errText(cause) + ")"
+		detail += ", and this one cannot be replaced here (" + errText(cause) + ")"
 	}
-	detail += ". " + owner + " or root can remove it (after checking no process of theirs holds the lock); " +
+	who := owner + " or root"
+	if st.Uid == 0 {
+		who = "root"
+	}
+	detail += ". " + who + " can remove it (after checking that no process of theirs holds the lock); " +
 		"the next lock then creates its own"
 	return &untrustedError{&exactfs.Error{Op: "lock", Path: l.path(name), Code: ReasonUntrusted, Detail: detail, Err: cause}}
 }
