@@ -160,7 +160,11 @@ func malloryWorker() error {
 	var swaps [3]int
 	plant := func(name string) bool {
 		tmp := filepath.Join(dir, ".m-"+exactfs.NewUUID())
-		rec := tombstone(exactfs.NewUUID(), trustHost).Encode()
+		host := trustHost
+		if h := os.Getenv("TRUST_HOST"); h != "" {
+			host = h
+		}
+		rec := tombstone(exactfs.NewUUID(), host).Encode()
 		if err := os.WriteFile(tmp, rec, 0o666); err != nil {
 			return false
 		}
@@ -216,6 +220,9 @@ func victimWorker() error {
 		return err
 	}
 	opts := []Option{WithHostIdentity(liveness.FixedHostIdentity(trustHost)), WithWait(10 * time.Second)}
+	if c := os.Getenv("TRUST_CONFIG"); c != "" {
+		opts = []Option{WithConfigRoot(c), WithWait(10 * time.Second)}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for range n {
@@ -237,6 +244,8 @@ func victimWorker() error {
 			}
 			time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 			s.N++
+			// The reference worker's shape: {"n", "log": [...]}.
+			s.Log = append(s.Log, counterEntry{Pid: os.Getpid(), N: s.N})
 			return json.Marshal(s)
 		})
 		log.Exit()
