@@ -392,7 +392,7 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 		switch {
 		case err == nil:
 			return true, nil
-		case permissionError(err):
+		case permissionError(err), errors.Is(err, exactfs.ErrHardLinkUnsupported):
 			return false, l.refuseUntrusted(l.sidecar, st, why, err)
 		case exactRemoved(err) == nil:
 			return false, nil

@@ -95,7 +95,7 @@ func sentence(e *LockError) string {
 	case ReasonUnsafePathType:
 		fmt.Fprintf(&b, "refusing to use %s: it is not a regular file or directory", name)
 	case ReasonUntrusted:
-		fmt.Fprintf(&b, "refusing to take %s: one of its lock files belongs to someone else", name)
+		fmt.Fprintf(&b, "refusing to take %s: a lock file there is not one it can trust", name)
 	case ReasonInitFailed:
 		fmt.Fprintf(&b, "cannot take %s", name)
 	case ReasonInspectionFailed:

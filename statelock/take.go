@@ -167,7 +167,7 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 	// Judged dead: err is the removal's. A successor that took the name
 	// in between keeps it; this call just loses the race and looks again.
 	if err := exactRemoved(err); err != nil {
-		if distrust != "" && permissionError(err) {
+		if distrust != "" && (permissionError(err) || errors.Is(err, exactfs.ErrHardLinkUnsupported)) {
 			// The directory keeps us from replacing it (sticky, or not
 			// ours to write): refuse, naming who can clear it.
 			return nil, nil, false, l.refuseUntrusted(name, st, distrust, err)

@@ -2,6 +2,7 @@ package statelock
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -878,4 +879,68 @@ func TestCrashedClaimFromTheFuture(t *testing.T) {
 			t.Fatalf("the claim is still there: %v", err)
 		}
 	})
+}
+
+// TestUntrustedTombstoneReplaced: a released tombstone at F.lock or at the
+// sidecar that is ours but has another mode than 0600 is never reused in
+// place: it is replaced by a record of our own (one link, 0600). One with
+// a second link is refused (lock_object_untrusted: exact unlink never
+// removes a hard-linked file), and neither name's bytes change. On
+// 7b17545 both inodes are reused, so whoever holds the other name holds
+// our lock.
+func TestUntrustedTombstoneReplaced(t *testing.T) {
+	for _, which := range []string{lockSuffix, sidecarSuffix} {
+		for _, c := range []struct {
+			name  string
+			plant func(t *testing.T, p string)
+		}{
+			{"linked", func(t *testing.T, p string) {
+				if err := os.Link(p, p+".other"); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"mode0644", func(t *testing.T, p string) {
+				if err := os.Chmod(p, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		} {
+			t.Run(strings.TrimPrefix(which, ".")+"/"+c.name, func(t *testing.T) {
+				e := newEnv(t)
+				p := e.state + which
+				ts := tombstone(exactfs.NewUUID(), e.host.ID).Encode()
+				if err := os.WriteFile(p, ts, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				c.plant(t, p)
+				h, err := TryLock(e.state, e.opts()...)
+				if c.name == "linked" {
+					if exactfs.CodeOf(err) != ReasonUntrusted || !strings.Contains(err.Error(), "2 links") {
+						t.Fatalf("TryLock over a hard-linked %s: %v, want lock_object_untrusted", which, err)
+					}
+					for _, n := range []string{p, p + ".other"} {
+						if got := mustRead(t, n); !bytes.Equal(got, ts) {
+							t.Fatalf("%s was written: %s", n, got)
+						}
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				after, err := os.Lstat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.Unlock(); err != nil {
+					t.Fatal(err)
+				}
+				// (The inode number alone proves nothing: the filesystem may
+				// give the freed number to our new record at once.)
+				if st := after.Sys().(*syscall.Stat_t); st.Nlink != 1 || after.Mode().Perm() != 0o600 {
+					t.Fatalf("%s now: %d links, mode %v", which, st.Nlink, after.Mode())
+				}
+			})
+		}
+	}
 }
