@@ -128,8 +128,14 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 			break
 		}
 		v := l.judgeRecord(s, f)
+		distrust, _ := l.distrustFile(f)
 		f.Close()
 		st.Holder = l.holder(s, v)
+		if distrust != "" {
+			// Not ours to reuse (trust.go): say so, whatever the state.
+			st.Detail = "F.lock: " + distrust + "; it is never reused: the next lock replaces it where the " +
+				"directory allows, else refuses (lock_object_untrusted)"
+		}
 		switch {
 		case s.released():
 			st.State = StateReleased

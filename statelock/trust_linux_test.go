@@ -944,3 +944,24 @@ func TestUntrustedTombstoneReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectNamesUntrustedRecord: Inspect says when F.lock is a file the
+// lock will not reuse, and who owns it. On 7b17545 it says only
+// "released".
+func TestInspectNamesUntrustedRecord(t *testing.T) {
+	other := addTrustUser(t, "i")
+	e := newEnv(t)
+	if err := os.WriteFile(e.lock, tombstone(exactfs.NewUUID(), e.host.ID).Encode(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(e.lock, other.uid, other.gid); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Inspect(e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateReleased || !strings.Contains(st.Detail, "("+other.name+")") || !strings.Contains(st.Detail, "never reused") {
+		t.Fatalf("Inspect: %s, %q", st.State, st.Detail)
+	}
+}
