@@ -246,7 +246,7 @@ func (l *locker) inspectClaim() claimState {
 	if !st.dir {
 		return st
 	}
-	st.tree, st.treeErr = l.dir.CaptureTree(l.claim)
+	st.tree, st.treeErr = l.captureTree(l.claim)
 	f, s, serr := l.openCapture(l.sidecar)
 	st.side, st.sideErr = s, serr
 	var v verdict
@@ -431,7 +431,7 @@ func emptyTree(t *exactfs.Tree) bool { return len(t.Entries) == 1 }
 // that is not what a removal leaves is reported in blocked and kept.
 func (l *locker) replayDetached(name string, want func(*exactfs.Tree) bool) (ok bool, blocked string, err error) {
 	removing := name + exactfs.RemovingSuffix
-	tree, err := l.dir.CaptureTree(removing)
+	tree, err := l.captureTree(removing)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true, "", nil

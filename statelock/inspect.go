@@ -105,7 +105,7 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 		return st, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	case fi.IsDir():
 		st.State = StateLegacy
-		tree, err := l.dir.CaptureTree(l.lockName)
+		tree, err := l.captureTree(l.lockName)
 		if err != nil {
 			st.Legacy = "cannot be described exactly: " + err.Error()
 		} else {

@@ -88,7 +88,7 @@ func legacyDetached(t *exactfs.Tree) bool {
 // a live one at any moment; the bracket makes the reclaim decline instead
 // of deleting it.
 func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
-	before, err := l.dir.CaptureTree(l.lockName)
+	before, err := l.captureTree(l.lockName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true, nil, nil

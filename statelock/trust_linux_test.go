@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -963,5 +964,54 @@ func TestInspectNamesUntrustedRecord(t *testing.T) {
 	}
 	if st.State != StateReleased || !strings.Contains(st.Detail, "("+other.name+")") || !strings.Contains(st.Detail, "never reused") {
 		t.Fatalf("Inspect: %s, %q", st.State, st.Detail)
+	}
+}
+
+// TestHugeFilesInLockDirectoriesNotRead: a 1 GiB sparse file planted in
+// the claim directory, or as a legacy F.lock/info, is never read (the
+// tree captures hash every file they hold): the lock is contention naming
+// it, with no read of its bytes. On 7b17545 every look hashes the gigabyte.
+func TestHugeFilesInLockDirectoriesNotRead(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dir  func(e *testEnv) string
+	}{
+		{"claim", func(e *testEnv) string { return e.claim }},
+		{"legacy", func(e *testEnv) string { return e.lock }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			d := c.dir(e)
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			big := filepath.Join(d, "info")
+			f, err := os.Create(big)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(1 << 30); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			old := time.Now().Add(-time.Hour)
+			os.Chtimes(d, old, old)
+			var reads atomic.Int32
+			defer hook.Set(hook.CaptureRead, func(p string) {
+				if p == big || strings.HasSuffix(p, "/info") {
+					reads.Add(1)
+				}
+			})()
+			_, err = TryLock(e.state, e.opts()...)
+			if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "1073741824 bytes") {
+				t.Fatalf("TryLock: %v, want ErrLocked naming the 1 GiB file", err)
+			}
+			if _, err := Inspect(e.state, e.opts()...); err != nil {
+				t.Fatal(err)
+			}
+			if n := reads.Load(); n != 0 {
+				t.Fatalf("the 1 GiB file was read %d times", n)
+			}
+		})
 	}
 }
