@@ -55,21 +55,76 @@ func (d *Dir) IdentityOf(name string) (Identity, error) {
 // captureAt is the one capture routine: every proof of a file's identity in
 // exactfs comes from here or from captureFD.
 func captureAt(op, path string, dirfd int, base string, keep bool) ([]byte, Identity, error) {
+	return captureAtMax(op, path, dirfd, base, keep, -1)
+}
+
+func captureAtMax(op, path string, dirfd int, base string, keep bool, max int64) ([]byte, Identity, error) {
 	fd, st, err := openRegular(op, path, dirfd, base, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, Identity{}, err
 	}
 	defer sys.Close(fd)
-	return captureFrom(op, path, fd, keep, st)
+	if err := overCap(op, path, st, max); err != nil {
+		return nil, Identity{}, err
+	}
+	return captureFrom(op, path, fd, keep, st, max)
+}
+
+// RecordCap is the size cap of a small record: every on-disk record that
+// exactfs and its packages parse (the state lock's owner records, claim
+// sidecars and legacy info files, the liveness engine's records, the
+// store's lease records) is read with CaptureRecord / CaptureRecordFile,
+// which refuse a file larger than this before reading a byte of it. The
+// protocols' records are under 1 KiB; 4 KiB leaves room for extra keys a
+// future writer adds, and is still one page: a record file of a gigabyte
+// (sparse: it costs its maker nothing) costs a reader one fstat, not a
+// gigabyte of memory and a minute of reading.
+const RecordCap = 4 << 10
+
+// CodeRecordTooLarge: a file read as a record is larger than RecordCap.
+// Nothing of it was read; it is no record any protocol writes.
+const CodeRecordTooLarge Code = "record_too_large"
+
+// ErrRecordTooLarge matches every *Error with code record_too_large.
+var ErrRecordTooLarge = Sentinel(CodeRecordTooLarge)
+
+// CaptureRecord is Capture for a small record: a regular file larger than
+// RecordCap is refused (record_too_large) after one fstat, with no read and
+// no allocation of its size.
+func (d *Dir) CaptureRecord(name string) ([]byte, Identity, error) {
+	p, base, err := resolve("capture", d, name)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer p.close()
+	return captureAtMax("capture", d.join(name), p.fd, base, true, RecordCap)
+}
+
+// CaptureRecordFile is CaptureFile for a small record; see CaptureRecord.
+func CaptureRecordFile(f *os.File) ([]byte, Identity, error) {
+	return captureFileMax(f, RecordCap)
+}
+
+// overCap refuses a file whose size (one fstat, before any read) is above
+// max; max < 0 is no cap. The error says the size and where it is.
+func overCap(op, path string, st sys.Stat, max int64) error {
+	if max < 0 || st.Size <= max {
+		return nil
+	}
+	return &Error{Op: op, Path: path, Code: CodeRecordTooLarge,
+		Detail: fmt.Sprintf("the file is %d bytes, larger than any record (at most %d); nothing of it was read: "+
+			"check what it is and remove it by hand", st.Size, max)}
 }
 
 // CaptureFile proves the identity of an open regular file, reading it from
 // offset 0 without moving its offset.
-func CaptureFile(f *os.File) ([]byte, Identity, error) {
+func CaptureFile(f *os.File) ([]byte, Identity, error) { return captureFileMax(f, -1) }
+
+func captureFileMax(f *os.File, max int64) ([]byte, Identity, error) {
 	var data []byte
 	var id Identity
 	err := sys.Control(f, func(fd int) (err error) {
-		data, id, err = captureFD("capture", f.Name(), fd, true)
+		data, id, err = captureFD("capture", f.Name(), fd, true, max)
 		return err
 	})
 	if err != nil {
@@ -78,7 +133,7 @@ func CaptureFile(f *os.File) ([]byte, Identity, error) {
 	return data, id, nil
 }
 
-func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
+func captureFD(op, path string, fd int, keep bool, max int64) ([]byte, Identity, error) {
 	before, err := sys.Fstat(fd)
 	if err != nil {
 		return nil, Identity{}, wrap(op, path, err)
@@ -86,12 +141,17 @@ func captureFD(op, path string, fd int, keep bool) ([]byte, Identity, error) {
 	if !before.Mode.IsRegular() {
 		return nil, Identity{}, typeError(op, path, before.Mode, "a regular file")
 	}
-	return captureFrom(op, path, fd, keep, before)
+	if err := overCap(op, path, before, max); err != nil {
+		return nil, Identity{}, err
+	}
+	return captureFrom(op, path, fd, keep, before, max)
 }
 
 // captureFrom reads the regular file fd, whose fstat before the read is
-// before, and brackets the read with a second fstat.
-func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, Identity, error) {
+// before, and brackets the read with a second fstat. max >= 0 caps the
+// bytes read: a file that grows past it during the read changed during
+// the read (its first fstat was within the cap, see overCap).
+func captureFrom(op, path string, fd int, keep bool, before sys.Stat, max int64) ([]byte, Identity, error) {
 	hook.Fire(hook.CaptureRead, path)
 	h := sha256.New()
 	var data []byte
@@ -113,6 +173,10 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat) ([]byte, I
 		}
 		if err != nil {
 			return nil, Identity{}, wrap(op, path, err)
+		}
+		if max >= 0 && off > max {
+			return nil, Identity{}, &Error{Op: op, Path: path, Code: CodeChangedDuringRead,
+				Detail: fmt.Sprintf("the file grew past %d bytes while it was read; retry", max)}
 		}
 		// A short read that ends where the first fstat put the end is the
 		// end: the second fstat proves the size (and version) unchanged, so

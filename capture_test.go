@@ -4,6 +4,7 @@ package exactfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -343,4 +344,46 @@ func testWalkRefusesSymlinkedAncestor(t *testing.T) {
 	}
 	wantUnchanged(t, dir, before)
 	wantFile(t, filepath.Join(real, "sub", "f"), data, id.Ino)
+}
+
+// TestCaptureRecordCap: a file larger than RecordCap is record_too_large
+// for CaptureRecord and CaptureRecordFile after one fstat, with no read
+// (the capture's read hook never fires for it); one at the cap is read.
+func TestCaptureRecordCap(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	defer hook.Set(hook.CaptureRead, func(p string) {
+		if filepath.Base(p) == "big" {
+			reads++
+		}
+	})()
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := d.CaptureRecord("big"); CodeOf(err) != CodeRecordTooLarge || !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("CaptureRecord of 1 GiB: %v", err)
+	}
+	if _, _, err := CaptureRecordFile(f); CodeOf(err) != CodeRecordTooLarge {
+		t.Fatalf("CaptureRecordFile of 1 GiB: %v", err)
+	}
+	if reads != 0 {
+		t.Fatalf("the 1 GiB file was read %d times", reads)
+	}
+	if err := f.Truncate(RecordCap); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := d.CaptureRecord("big"); err != nil || len(data) != RecordCap {
+		t.Fatalf("CaptureRecord at the cap: %d bytes, %v", len(data), err)
+	}
 }

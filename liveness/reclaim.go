@@ -81,10 +81,16 @@ const codeReclaimBusy exactfs.Code = "reclaim_busy"
 // reclaimers of the name out itself (the state lock removes records only
 // under its transition claim, and a flock there could meet the lock's own
 // byte-range locks where a filesystem emulates flock with them).
+//
+// A record is read with exactfs.RecordCap: a larger file is refused
+// (record_too_large) before a byte of it is read. AnySize lifts the cap,
+// for a caller that judges files that are not records (a state file's
+// crash residue, judged by its name, link count and openers, never parsed).
 type Removal struct {
 	Quarantine       func() string
 	Judged, Removing func()
 	Unguarded        bool
+	AnySize          bool
 }
 
 // Reclaim is the judge-then-remove step. It opens name in d without
@@ -112,7 +118,11 @@ func Reclaim(d *exactfs.Dir, name string, rm Removal, judge func(Captured) Judge
 		return Judgement{}, err
 	}
 	defer f.Close()
-	data, id, err := exactfs.CaptureFile(f)
+	capture := exactfs.CaptureRecordFile
+	if rm.AnySize {
+		capture = exactfs.CaptureFile
+	}
+	data, id, err := capture(f)
 	if err != nil {
 		return Judgement{}, err
 	}
@@ -126,7 +136,7 @@ func Reclaim(d *exactfs.Dir, name string, rm Removal, judge func(Captured) Judge
 		}
 	}
 	run(rm.Judged)
-	if err := unchanged(d, name, f.Name(), id); err != nil {
+	if err := unchanged(d, name, f.Name(), id, rm.AnySize); err != nil {
 		return j, err
 	}
 	run(rm.Removing)
@@ -151,8 +161,12 @@ func guard(f *os.File) error {
 // version (the same inode, link count and bytes): not_found when the name
 // was freed meanwhile, identity_mismatch when anything else is there or
 // the capture cannot say (a symlink planted, a writer rewriting it).
-func unchanged(d *exactfs.Dir, name, path string, judged exactfs.Identity) error {
-	_, cur, err := d.Capture(name)
+func unchanged(d *exactfs.Dir, name, path string, judged exactfs.Identity, anySize bool) error {
+	capture := d.CaptureRecord
+	if anySize {
+		capture = d.Capture
+	}
+	_, cur, err := capture(name)
 	switch {
 	case errors.Is(err, exactfs.ErrNotFound):
 		return err

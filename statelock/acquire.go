@@ -117,6 +117,10 @@ func (a *acquisition) failed(err error) error {
 	if errors.As(err, &u) {
 		return a.fail(ReasonUnsafePathType, nil, u.err)
 	}
+	var ut *untrustedError
+	if errors.As(err, &ut) {
+		return a.fail(ReasonUntrusted, nil, ut.err)
+	}
 	var ie *initError
 	if errors.As(err, &ie) {
 		return a.fail(ReasonInitFailed, nil, ie.err)

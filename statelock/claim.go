@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -56,7 +57,8 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		}
 		// The common case is a live taker a moment ago: a claim younger than
 		// claimMinAge is never judged, so say busy without inspecting it.
-		if fi, err := l.dir.Lstat(l.claim); err == nil && fi.IsDir() && time.Since(fi.ModTime()) < claimMinAge {
+		// (One whose mtime is in the future is inspected: claimAges.)
+		if fi, err := l.dir.Lstat(l.claim); err == nil && fi.IsDir() && time.Since(fi.ModTime()) < claimMinAge && !fi.ModTime().After(time.Now()) {
 			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim"}, nil
 		}
 		freed, why, err := l.reclaimStaleClaim()
@@ -153,6 +155,69 @@ type claimState struct {
 	verdict string // the sidecar's verdict, for people
 	stale   bool   // the stale-claim rules authorize automatic reclaim
 	why     string
+	future  bool // the directory's or the sidecar's mtime is ahead of the clock
+}
+
+// futureSeen remembers when this process first saw each claim version
+// whose directory or sidecar mtime is in the future (claimVersion -> the
+// time of that first look, monotonic). See claimAges.
+var (
+	futureMu   sync.Mutex
+	futureSeen = map[claimVersion]time.Time{}
+)
+
+// claimVersion is one version of a claim: its directory and its sidecar
+// (zero when unreadable), each down to its bytes and times.
+type claimVersion struct {
+	dir  exactfs.Identity
+	side exactfs.Identity
+}
+
+// claimAges returns the ages the crashed-claim rules go by: the
+// directory's and the sidecar's (0 without one) mtime ages, or, when
+// either mtime is ahead of the clock (the clock was stepped back after
+// they were written), how long this process has seen exactly this claim
+// version, unchanged. The rules need only "no taker has touched it for a
+// second" (claimMinAge): a live taker writes and locks its sidecar within
+// microseconds of making the directory, and that write is a new version.
+// An mtime in the future says nothing about when it was written, so it is
+// replaced by an observation: a claim seen unchanged for claimMinAge, no
+// kernel lock on its sidecar, is as old as the rules need, whatever the
+// clock said when it was written. future reports the substitution.
+func claimAges(dir exactfs.Identity, side *snapshot) (dirAge, sideAge time.Duration, future bool) {
+	dirAge = age(dir)
+	var sid exactfs.Identity
+	if side != nil {
+		sid = side.id
+		sideAge = age(sid)
+	}
+	if dirAge >= 0 && sideAge >= 0 {
+		return dirAge, sideAge, false
+	}
+	v := claimVersion{dir: dir, side: sid}
+	v.dir.CtimeNs, v.side.CtimeNs = 0, 0 // a neighbour's rename touches ctime
+	futureMu.Lock()
+	first, ok := futureSeen[v]
+	if !ok {
+		if len(futureSeen) >= 64 {
+			clear(futureSeen) // a bound on a table that only crashed claims fill
+		}
+		first = time.Now()
+		futureSeen[v] = first
+	}
+	futureMu.Unlock()
+	seen := time.Since(first)
+	return seen, seen, true
+}
+
+// futureWhy explains the substitution of claimAges for people.
+func futureWhy(dir exactfs.Identity, side *snapshot, seen time.Duration) string {
+	ahead := -age(dir)
+	if side != nil && -age(side.id) > ahead {
+		ahead = -age(side.id)
+	}
+	return fmt.Sprintf("its modification time is %s in the future (the clock was stepped back?), so its age is how long "+
+		"it has been seen unchanged: %s", roundDur(ahead), roundDur(seen))
 }
 
 // inspectClaim judges the claim directory and its sidecar by the
@@ -181,7 +246,7 @@ func (l *locker) inspectClaim() claimState {
 	if !st.dir {
 		return st
 	}
-	st.tree, st.treeErr = l.dir.CaptureTree(l.claim)
+	st.tree, st.treeErr = l.captureTree(l.claim)
 	f, s, serr := l.openCapture(l.sidecar)
 	st.side, st.sideErr = s, serr
 	var v verdict
@@ -198,6 +263,10 @@ func (l *locker) inspectClaim() claimState {
 		f.Close()
 		st.verdict = v.Judgement.String()
 	}
+	var dirAge, sideAge time.Duration
+	if st.treeErr == nil {
+		dirAge, sideAge, st.future = claimAges(st.tree.Root(), s)
+	}
 	switch {
 	case st.treeErr != nil:
 		st.why = "the claim cannot be described exactly: " + st.treeErr.Error()
@@ -205,13 +274,13 @@ func (l *locker) inspectClaim() claimState {
 		st.why = "the claim directory is not empty; it is never removed automatically"
 	case beforeBoot(st.tree.Root().MtimeNs):
 		st.stale, st.why = true, "the claim directory was made before the current boot"
-	case age(st.tree.Root()) < claimMinAge:
+	case dirAge < claimMinAge:
 		st.why = "the claim is younger than 1s"
 	case s == nil:
 		st.why = "no readable sidecar; only explicit recovery can remove this claim"
 	case held:
 		st.why = "held: " + st.verdict
-	case s.released() && age(s.id) >= claimMinAge:
+	case s.released() && sideAge >= claimMinAge:
 		st.stale, st.why = true, "the sidecar is a tombstone at least 1s old: the holder died before removing the claim"
 	case s.released():
 		st.why = "the sidecar tombstone is younger than 1s"
@@ -221,6 +290,9 @@ func (l *locker) inspectClaim() claimState {
 		st.stale, st.why = true, "the sidecar is malformed: "+v.Reason
 	default:
 		st.why = "the sidecar's owner is not provably dead: " + st.verdict
+	}
+	if st.future {
+		st.why += "; " + futureWhy(st.tree.Root(), s, dirAge)
 	}
 	return st
 }
@@ -259,6 +331,11 @@ func (l *locker) reclaimStaleClaim() (freed bool, why string, err error) {
 	freed, blocked, err := l.removeTree(treeRemoval{name: l.claim, judged: st.tree, guard: true, detached: emptyTree,
 		afterVerdict: hook.LockAfterClaimInspection, beforeRemoval: hook.LockBeforeClaimRemoval,
 		prepare: func() (bool, error) { return l.sidecarStill(st.side) }})
+	if err != nil {
+		// Another user's crashed claim in a directory that keeps us from
+		// removing it: name the owner (trust.go).
+		err = l.refuseIfForeign(l.claim, err)
+	}
 	if blocked != "" {
 		blocked = "a crashed claim whose removal is blocked by " + blocked
 	}
@@ -301,12 +378,27 @@ func (l *locker) sidecarStill(judged *snapshot) (ok bool, err error) {
 func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) {
+		if errors.Is(err, fs.ErrNotExist) || unsafeType(err) || leased(err) {
 			return false, nil
 		}
 		return false, err
 	}
 	defer f.Close()
+	if why, st := l.distrustFile(f); why != "" {
+		// Not ours to rewrite (trust.go): unlink exactly the version
+		// judged instead. No sidecar and no claim directory is a state
+		// every taker, the reference's too, creates its sidecar from.
+		err := l.dir.UnlinkExact(l.sidecar, judged.id, quarantineName())
+		switch {
+		case err == nil:
+			return true, nil
+		case permissionError(err), errors.Is(err, exactfs.ErrHardLinkUnsupported):
+			return false, l.refuseUntrusted(l.sidecar, st, why, err)
+		case exactRemoved(err) == nil:
+			return false, nil
+		}
+		return false, err
+	}
 	if _, err := lockOrPlain(f, l.newOwner()); err != nil {
 		if errors.Is(err, errOFDConflict) {
 			return false, nil
@@ -339,7 +431,7 @@ func emptyTree(t *exactfs.Tree) bool { return len(t.Entries) == 1 }
 // that is not what a removal leaves is reported in blocked and kept.
 func (l *locker) replayDetached(name string, want func(*exactfs.Tree) bool) (ok bool, blocked string, err error) {
 	removing := name + exactfs.RemovingSuffix
-	tree, err := l.dir.CaptureTree(removing)
+	tree, err := l.captureTree(removing)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true, "", nil

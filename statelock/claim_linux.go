@@ -63,7 +63,9 @@ func (l *locker) takeSpare() error {
 		return errNoSpare
 	}
 	st, err := sys.Fstat(fd)
-	if err != nil || sys.PermBits(st.Mode) != 0o700 || !emptyDir(fd, false) || sys.TouchNow(fd) != nil {
+	// A spare that is not ours to trust (trust.go: another uid's, whose
+	// owner could rename it away from under a claim) is passed over.
+	if err != nil || l.distrust(st, true) != "" || !emptyDir(fd, false) || sys.TouchNow(fd) != nil {
 		sys.Close(fd)
 		return errNoSpare
 	}
@@ -115,6 +117,11 @@ func (l *locker) mkdirClaim() error {
 	st, err := sys.Fstat(fd)
 	if err == nil && sys.PermBits(st.Mode) != 0o700 {
 		err = sys.Fchmod(fd, 0o700)
+	}
+	if err == nil {
+		// Root in another uid's directory: the claim (and so the spare it
+		// becomes) is the directory owner's (trust_unix.go).
+		err = l.chownForDir(fd)
 	}
 	if err != nil {
 		sys.Close(fd)

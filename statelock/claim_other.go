@@ -2,9 +2,25 @@
 
 package statelock
 
+import "github.com/exactfs/exactfs/internal/sys"
+
 // Here claims are made with mkdir and removed with rmdir; claim_linux.go
 // recycles them.
 
-func (l *locker) makeClaim() error { return l.dir.Mkdir(l.claim, 0o700) }
+// makeClaim makes the claim directory; root in another uid's directory
+// then gives it to the directory's owner (chownForDir) through a
+// descriptor, as claim_linux.go does. The claim is released with rmdir,
+// so nothing root-owned outlives it either way.
+func (l *locker) makeClaim() error {
+	if err := l.dir.Mkdir(l.claim, 0o700); err != nil {
+		return err
+	}
+	if fd, err := sys.OpenDir(l.dir.Fd(), l.claim); err == nil {
+		l.chownForDir(fd)
+		sys.Close(fd)
+	}
+	return nil
+}
+
 func (l *locker) dropClaim() error { return l.dir.Rmdir(l.claim) }
 func (l *locker) closeClaim()      {}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // heldRecord is an owner record this process wrote and holds: the open
@@ -79,6 +80,11 @@ func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
 // kernel fields where there are no OFD locks), then write rec into it, with
 // the hook and fault seams of that write. It returns the record as written.
 func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []byte, error) {
+	// Root in another uid's directory: the record is the directory
+	// owner's before a byte of it is written (trust_unix.go).
+	if err := sys.Control(f, l.chownForDir); err != nil {
+		return rec, nil, err
+	}
 	rec, err := lockOrPlain(f, rec)
 	if err != nil {
 		return rec, nil, err

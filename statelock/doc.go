@@ -24,6 +24,41 @@
 // that anyone may remove at any time (the next claim is then made with
 // mkdir).
 //
+// # Trust: whose files the lock rests on
+//
+// Exclusion rests on the inodes the lock writes into and the directories
+// it takes, and whoever owns such an inode can rename it over the lock's
+// name again whenever it likes (a sticky directory such as /tmp lets an
+// owner do exactly that). So a record, sidecar or spare claim directory
+// is written into, rewritten in place or reused only when it is
+// trusted: owned by our effective uid or by the owner of the lock's
+// directory (who can rename or unlink anything in it anyway), with one
+// link, and with the protocol's mode (0600 files, 0700 directories).
+// Anything else is replaced under the claim (exact unlink of the version
+// judged, then our own create) where the directory lets us; where it
+// does not (another user's file in a sticky directory, a file we may not
+// read), the lock is refused with lock_object_untrusted, an error naming
+// the file, its owner (uid and user name) and who can clear it. A live
+// holder of another uid is still contention: the rule is about adopting
+// files, not about who may hold the lock. The residue sweeps never remove
+// another user's file either. The rule lives in trust.go and is enforced
+// where the rewrite and the reuse are (rewrite.go, reuse.go,
+// claim_linux.go's spare, the crashed claim's sidecar).
+//
+// Root in a directory owned by another uid (a service's state directory)
+// gives every object it creates there (records, sidecar, claim
+// directory, and so its spare) to the directory's owner and group with
+// fchown on the creating descriptor, before a byte is written; and it
+// adopts the directory owner's records (trusted, above). So root's one-off
+// lock leaves the service nothing it cannot read, judge or reuse, and a
+// SIGKILLed root holder leaves a record the service reclaims by its
+// kernel lock as usual. (The state file itself is Update's write, whose
+// ownership is its own rule.)
+//
+// Every record is read with a cap (exactfs.RecordCap, 4 KiB; records are
+// under 1 KiB): a larger one is malformed at once, after one fstat,
+// without reading a byte of it, and kept for a person to check.
+//
 // # Beyond the reference
 //
 // An exactfs holder also holds an OFD lock (F_OFD_SETLK) on the inode of

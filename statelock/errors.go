@@ -94,6 +94,8 @@ func sentence(e *LockError) string {
 		fmt.Fprintf(&b, "%s is locked", name)
 	case ReasonUnsafePathType:
 		fmt.Fprintf(&b, "refusing to use %s: it is not a regular file or directory", name)
+	case ReasonUntrusted:
+		fmt.Fprintf(&b, "refusing to take %s: a lock file there is not one it can trust", name)
 	case ReasonInitFailed:
 		fmt.Fprintf(&b, "cannot take %s", name)
 	case ReasonInspectionFailed:

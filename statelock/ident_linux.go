@@ -40,12 +40,12 @@ const heldReadMax = 64 << 10
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) {
 	st, err := sys.Fstat(int(f.Fd()))
 	if err != nil || !st.Mode.IsRegular() || st.Size >= heldReadMax {
-		return exactfs.CaptureFile(f)
+		return exactfs.CaptureRecordFile(f)
 	}
 	buf := make([]byte, st.Size+1)
 	n, err := sys.Pread(int(f.Fd()), buf, 0)
 	if err != nil || int64(n) != st.Size {
-		return exactfs.CaptureFile(f)
+		return exactfs.CaptureRecordFile(f)
 	}
 	data := buf[:n:n]
 	return data, identityOf(st, data), nil

@@ -12,7 +12,7 @@ import (
 // writtenIdentity re-captures the record through f where there is no
 // cheaper exact fstat here.
 func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
-	got, id, err := exactfs.CaptureFile(f)
+	got, id, err := exactfs.CaptureRecordFile(f)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -23,4 +23,4 @@ func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
 }
 
 // readHeld is exactfs.CaptureFile here.
-func readHeld(f *os.File) ([]byte, exactfs.Identity, error) { return exactfs.CaptureFile(f) }
+func readHeld(f *os.File) ([]byte, exactfs.Identity, error) { return exactfs.CaptureRecordFile(f) }

@@ -105,7 +105,7 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 		return st, lockError(l.lockPath, ReasonInspectionFailed, 0, 0, "", err)
 	case fi.IsDir():
 		st.State = StateLegacy
-		tree, err := l.dir.CaptureTree(l.lockName)
+		tree, err := l.captureTree(l.lockName)
 		if err != nil {
 			st.Legacy = "cannot be described exactly: " + err.Error()
 		} else {
@@ -128,8 +128,14 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 			break
 		}
 		v := l.judgeRecord(s, f)
+		distrust, _ := l.distrustFile(f)
 		f.Close()
 		st.Holder = l.holder(s, v)
+		if distrust != "" {
+			// Not ours to reuse (trust.go): say so, whatever the state.
+			st.Detail = "F.lock: " + distrust + "; it is never reused: the next lock replaces it where the " +
+				"directory allows, else refuses (lock_object_untrusted)"
+		}
 		switch {
 		case s.released():
 			st.State = StateReleased
@@ -140,6 +146,13 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 		default:
 			st.State = StateHeld
 		}
+	}
+	if fi, err := l.dir.Lstat(l.sidecar); err == nil && !fi.Mode().IsRegular() {
+		// Every lock call takes the claim, and refuses a sidecar that is
+		// not a regular file (unsafe_lock_path_type): whatever F.lock
+		// says, the lock cannot be taken, and status must say so.
+		st.State = StateUnsafe
+		st.Detail = unsafePath(l, l.sidecar, fi.Mode()).Error() + "; every lock call refuses it until it is removed by hand"
 	}
 	cs := l.inspectClaim()
 	st.Claim = ClaimStatus{Present: cs.present, Directory: cs.dir, SidecarPresent: cs.side != nil,

@@ -56,7 +56,7 @@ func (l *locker) judgeLegacy(tree *exactfs.Tree) legacyJudgement {
 	if info == nil || !info.Identity.Mode.IsRegular() {
 		return legacyJudgement{why: "legacy directory without an info file", holder: "a legacy lock directory without info"}
 	}
-	data, id, err := l.dir.Capture(l.lockName + "/info")
+	data, id, err := l.dir.CaptureRecord(l.lockName + "/info")
 	if err != nil || !id.SameContent(info.Identity) {
 		return legacyJudgement{why: "legacy info changed or unreadable", holder: "a legacy lock directory"}
 	}
@@ -115,7 +115,7 @@ func (l *locker) finishLegacyRemoval() *Residue {
 // a live one at any moment; the bracket makes the reclaim decline instead
 // of deleting it.
 func (l *locker) reclaimLegacy() (freed bool, c *contention, err error) {
-	before, err := l.dir.CaptureTree(l.lockName)
+	before, err := l.captureTree(l.lockName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true, nil, nil

@@ -74,6 +74,12 @@ func Recover(stateFile string, dryRun bool, opts ...Option) ([]Action, error) {
 
 func (l *locker) recoverClaim(dryRun bool) []Action {
 	cs := l.inspectClaim()
+	if cs.future && !cs.stale {
+		// Its mtime is ahead of the clock: its age is how long it is seen
+		// unchanged (claimAges). Look again once that is long enough.
+		time.Sleep(claimMinAge + 50*time.Millisecond)
+		cs = l.inspectClaim()
+	}
 	if !cs.present || !cs.dir {
 		return nil
 	}
@@ -189,6 +195,9 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	a := Action{Kind: kind, Path: l.path(r.Name)}
 	rm := liveness.Removal{Quarantine: func() string { return placeholderFree(r.Name) }}
 	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
+		if l.foreignFile(c.File) != "" {
+			return recoverVerdict("", dryRun) // another user's file is never removed (trust.go)
+		}
 		a.Evidence = residueEvidence(r.Kind, c)
 		return recoverVerdict(a.Evidence, dryRun)
 	})

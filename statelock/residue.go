@@ -116,7 +116,8 @@ func (l *locker) firstHold() bool {
 // may be).
 func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 	judged := false
-	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
+	// Residue of the state file is a copy of it, of any size.
+	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true, AnySize: true}
 	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
 		judged, keep = true, l.judgeStateResidue(r, c)
 		if keep != "" || !remove {
@@ -144,6 +145,9 @@ func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 // it may be removed, or why it must be kept.
 func (l *locker) judgeStateResidue(r Residue, c liveness.Captured) string {
 	id := c.ID
+	if why := l.foreignFile(c.File); why != "" {
+		return why + ": another user's file is never removed (trust.go)"
+	}
 	if id.Nlink != 1 {
 		return fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", id.Nlink)
 	}

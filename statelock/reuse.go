@@ -77,6 +77,11 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 			return nil, false, nil
 		}
 	}
+	if why, _ := l.distrustFile(f); why != "" {
+		// Never adopted (trust.go): the full path replaces it or refuses.
+		f.Close()
+		return nil, false, nil
+	}
 	for try := 0; ; try++ {
 		rec2, lerr := lockOrPlain(f, rec)
 		if lerr == nil {

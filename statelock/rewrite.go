@@ -22,11 +22,19 @@ var errRecordChanged = errors.New("owner record changed")
 //
 // There is deliberately no fsync: see the package documentation.
 //
-// checked says the caller captured want through f itself a moment ago, so
-// the bytes need not be read again first.
+// checked says the caller captured want through f itself a moment ago,
+// and proved f's inode trusted (trust.go) through f, so neither need be
+// done again.
+//
+// The trust rule (trust.go) is enforced here, where every in-place
+// rewrite of a record we did not write passes: an inode owned by another
+// uid, with other links or another mode is refused, never written.
 func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, error) {
 	if !checked {
-		_, cur, err := exactfs.CaptureFile(f)
+		if why, st := l.distrustFile(f); why != "" {
+			return exactfs.Identity{}, l.refuseUntrusted(name, st, why, nil)
+		}
+		_, cur, err := exactfs.CaptureRecordFile(f)
 		if err != nil {
 			return exactfs.Identity{}, err
 		}

@@ -2,9 +2,11 @@ package statelock
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // snapshot is one owner record as it was read: the exact bytes, the
@@ -49,7 +51,7 @@ func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, id, err := exactfs.CaptureFile(f)
+	data, id, err := exactfs.CaptureRecordFile(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -59,9 +61,65 @@ func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
 
 // capture is openCapture without keeping the descriptor.
 func (l *locker) capture(name string) (*snapshot, error) {
-	data, id, err := l.dir.Capture(name)
+	data, id, err := l.dir.CaptureRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	return newSnapshot(data, id), nil
+}
+
+// Bounds of captureTree's look before the capture.
+const (
+	treeLookEntries = 256
+	treeLookDepth   = 8
+)
+
+// captureTree is exactfs's CaptureTree for the trees the lock judges (a
+// claim directory, a legacy F.lock/ directory, a detached one), which
+// hashes every file it holds: it first looks at the tree without reading
+// a byte (names and lstat sizes, at most treeLookEntries entries and
+// treeLookDepth levels), and refuses a tree holding a file larger than
+// exactfs.RecordCap, or more entries than that, with record_too_large
+// (nothing the protocol makes is like that), so that a planted gigabyte is
+// never read. The capture remains the proof; the look only refuses early.
+func (l *locker) captureTree(name string) (*exactfs.Tree, error) {
+	if what := l.oversized(l.dir.Fd(), name, 0, new(int)); what != "" {
+		return nil, &exactfs.Error{Op: "capture tree", Path: l.path(name), Code: exactfs.CodeRecordTooLarge,
+			Detail: what + "; no lock directory holds that, so nothing of it was read: check it and remove it by hand"}
+	}
+	return l.dir.CaptureTree(name)
+}
+
+// oversized describes the first thing under name (beneath dirfd) that
+// captureTree refuses, or "" (also when the look itself fails: the
+// capture then says why).
+func (l *locker) oversized(dirfd int, name string, depth int, seen *int) string {
+	st, err := sys.Lstat(dirfd, name)
+	if err != nil {
+		return ""
+	}
+	if *seen++; *seen > treeLookEntries {
+		return fmt.Sprintf("it holds more than %d entries", treeLookEntries)
+	}
+	if st.Mode.IsRegular() && st.Size > exactfs.RecordCap {
+		return fmt.Sprintf("it holds %s, a file of %d bytes", name, st.Size)
+	}
+	if !st.Mode.IsDir() || depth >= treeLookDepth {
+		return ""
+	}
+	fd, err := sys.OpenDir(dirfd, name)
+	if err != nil {
+		return ""
+	}
+	defer sys.Close(fd)
+	names, err := sys.ReadDirNames(fd)
+	if err != nil {
+		return ""
+	}
+	for _, n := range names {
+		if what := l.oversized(fd, n, depth+1, seen); what != "" {
+			return what
+		}
+	}
+	return ""
 }

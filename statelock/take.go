@@ -3,10 +3,12 @@ package statelock
 import (
 	"errors"
 	"io/fs"
+	"syscall"
 	"time"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -128,11 +130,19 @@ func (l *locker) occupied(name string, rec *Record, sidecar bool) (h *heldRecord
 // again: the name was freed (or changed under us), create again.
 func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldRecord, c *contention, again bool, err error) {
 	var (
-		s *snapshot
-		v verdict
+		s        *snapshot
+		v        verdict
+		distrust string
+		st       sys.Stat
 	)
 	j, err := liveness.Reclaim(l.dir, name, l.removal(name, !sidecar), func(got liveness.Captured) liveness.Judgement {
 		s = newSnapshot(got.Data, got.ID)
+		distrust, st = l.distrustFile(got.File)
+		if s.released() && distrust != "" {
+			// Never reused (trust.go): replaced, by the exact unlink of
+			// this version and our own create.
+			return liveness.Judgement{Verdict: liveness.Dead, Reason: "a released tombstone we may not reuse (" + distrust + "): replaced"}
+		}
 		if s.released() {
 			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone: reused, not removed"}
 		}
@@ -148,8 +158,8 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 	switch {
 	case s == nil:
 		c, again, err = unreadRecord(err)
-		return nil, c, again, err
-	case s.released():
+		return nil, c, again, l.refuseIfForeign(name, err)
+	case s.released() && distrust == "":
 		return l.takeTombstone(name, s, rec)
 	case j.Verdict != liveness.Dead:
 		return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, false, nil
@@ -157,6 +167,11 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 	// Judged dead: err is the removal's. A successor that took the name
 	// in between keeps it; this call just loses the race and looks again.
 	if err := exactRemoved(err); err != nil {
+		if distrust != "" && (permissionError(err) || errors.Is(err, exactfs.ErrHardLinkUnsupported)) {
+			// The directory keeps us from replacing it (sticky, or not
+			// ours to write): refuse, naming who can clear it.
+			return nil, nil, false, l.refuseUntrusted(name, st, distrust, err)
+		}
 		return nil, nil, false, err
 	}
 	if !sidecar {
@@ -188,8 +203,24 @@ func unreadRecord(err error) (c *contention, again bool, _ error) {
 		return nil, false, &unsafeError{err}
 	case errors.Is(err, exactfs.ErrChangedDuringRead):
 		return &contention{reason: ReasonOwnerRecordFresh, holder: "a record being written"}, false, nil
+	case leased(err):
+		return &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
+	case errors.Is(err, exactfs.ErrRecordTooLarge):
+		// Malformed at once, unread (exactfs.RecordCap): kept, as every
+		// malformed record nobody can attribute is, for a person to check.
+		return &contention{reason: ReasonOwnerUnprovenanced, holder: "a malformed record: " + tooLargeWhat(err)}, false, nil
 	}
 	return nil, false, err
+}
+
+// tooLargeWhat is the detail of a record_too_large error: its size and
+// what to do.
+func tooLargeWhat(err error) string {
+	var e *exactfs.Error
+	if errors.As(err, &e) && e.Detail != "" {
+		return e.Path + ": " + e.Detail
+	}
+	return err.Error()
 }
 
 // takeTombstone reuses the inode of the released tombstone s at name.
@@ -205,8 +236,21 @@ func (l *locker) takeTombstone(name string, s *snapshot, rec *Record) (*heldReco
 		return nil, nil, true, nil
 	case unsafeType(err):
 		return nil, nil, false, &unsafeError{err}
+	case leased(err):
+		return nil, &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
 	}
 	return nil, nil, false, err
+}
+
+// leaseHolder describes the holder of a file lease on a lock file.
+const leaseHolder = "a process holding a file lease on it (fcntl F_SETLEASE), until it lets go"
+
+// leased reports whether err is a non-blocking open refused because
+// another process holds a file lease that the open would break
+// (EWOULDBLOCK): somebody is using the file right now, which is
+// contention, never a failure.
+func leased(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN)
 }
 
 // exactRemoved maps the outcome of an exact removal: done, already gone, a

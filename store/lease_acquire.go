@@ -175,6 +175,11 @@ func (a *acquirer) attempt() (l *Lease, progress bool, err error) {
 	case errors.Is(err, exactfs.ErrChangedDuringRead):
 		a.holder = "the record was being rewritten"
 		return nil, false, nil
+	case errors.Is(err, exactfs.ErrRecordTooLarge):
+		// Malformed at once, without reading it (exactfs.RecordCap): no
+		// lease record is that large, and no rule removes what nobody read.
+		return nil, false, &Error{Op: "acquire", Path: a.path, Code: exactfs.CodeRecordTooLarge, Err: err,
+			Detail: "the lock file is larger than any lease record; it is kept: check it and remove it by hand"}
 	}
 	// A symlink, FIFO, directory or anything else at the lock name is not
 	// a lock anyone wrote: refuse at once.
@@ -385,7 +390,7 @@ func (l *Lease) retract() {
 	if err != nil {
 		return
 	}
-	_, named, err := l.dir.Capture(l.name + ".lock")
+	_, named, err := l.dir.CaptureRecord(l.name + ".lock")
 	if err != nil || !named.SameInode(mine) {
 		return
 	}

@@ -39,7 +39,7 @@ func (l *Lease) Fence() uint64 {
 // readFence returns the counter (0 when absent) and its identity.
 func readFence(d *exactfs.Dir, name string) (uint64, *exactfs.Identity, error) {
 	for range 8 {
-		data, id, err := d.Capture(name)
+		data, id, err := d.CaptureRecord(name)
 		switch {
 		case errors.Is(err, exactfs.ErrNotFound):
 			return 0, nil, nil

@@ -136,6 +136,12 @@ func writeStatus(w io.Writer, st *statusJSON) {
 	default:
 		fmt.Fprintf(w, "%s: %s: %s\n", st.LockPath, st.Lock, st.Detail)
 	}
+	switch st.Lock {
+	case "free", "released", "held", "stale":
+		if st.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", st.Detail)
+		}
+	}
 	if st.Holder != nil && st.Lock == "held" {
 		fmt.Fprintf(w, "  start time %s (%s), token %s\n", st.Holder.StartTime, orDash(st.Holder.StartTimeFormat), orDash(st.Holder.Token))
 		fmt.Fprintln(w, "  the lock is respected until its holder releases it or is proved dead")

@@ -47,7 +47,9 @@ const exitCodeHelp = `Exit status:
        expected, and nothing was changed
   77   unsafe path refused: a symlink, FIFO, socket, device, directory or
        hard-linked file where a regular file belongs (or a file where a
-       directory belongs); nothing was read through it or changed
+       directory belongs); nothing was read through it or changed; also a
+       lock file exactfs may not trust (another user's, hard-linked, or not
+       0600) that it cannot replace (lock_object_untrusted)
 `
 
 // usageError is a mistake in the command line.
@@ -97,7 +99,7 @@ func exitCode(err error) int {
 		return exitDataErr
 	case errors.As(err, new(notDoneError)):
 		return exitBusy
-	case code == statelock.ReasonUnsafePathType, isUnsafe(code), errors.Is(err, syscall.ELOOP):
+	case code == statelock.ReasonUnsafePathType, code == statelock.ReasonUntrusted, isUnsafe(code), errors.Is(err, syscall.ELOOP):
 		return exitUnsafe
 	case errors.Is(err, statelock.ErrLocked),
 		errors.Is(err, context.DeadlineExceeded),
@@ -140,6 +142,7 @@ var lockReasons = map[exactfs.Code]bool{
 	statelock.ReasonOwnerUnprovenanced: true, statelock.ReasonLegacyUnprovenanced: true,
 	statelock.ReasonUnsafePathType: true, statelock.ReasonInitFailed: true,
 	statelock.ReasonInspectionFailed: true, statelock.ReasonReleaseFailed: true,
+	statelock.ReasonUntrusted: true,
 }
 
 // lockFailed returns the state lock's failure in err, if its outcome is

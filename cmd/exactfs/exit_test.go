@@ -30,6 +30,7 @@ func TestExitCodeFollowsTheOutcomeCode(t *testing.T) {
 		{"timeout", fmt.Errorf("lock: %w", lock(statelock.ReasonAcquireTimeout, context.DeadlineExceeded)), exitBusy},
 		{"unsafe lock path", lock(statelock.ReasonUnsafePathType, coded(exactfs.CodeReparsePoint, nil)), exitUnsafe},
 		{"init through a symlink", lock(statelock.ReasonInitFailed, coded(exactfs.CodeReparsePoint, nil)), exitUnsafe},
+		{"another user's lock file", lock(statelock.ReasonUntrusted, coded(exactfs.CodePermissionDenied, nil)), exitUnsafe},
 		{"inspection of a changing record", lock(statelock.ReasonInspectionFailed, coded(exactfs.CodeChangedDuringRead, nil)), exitBusy},
 		{"release of a replaced record", lock(statelock.ReasonReleaseFailed, coded(exactfs.CodeIdentityMismatch, nil)), exitMismatch},
 		{"init, uncoded cause", lock(statelock.ReasonInitFailed, errors.New("no host id")), exitIO},

@@ -1,0 +1,43 @@
+//go:build unix
+
+package statelock
+
+import (
+	"os"
+	"syscall"
+)
+
+// chownForDir gives an object the lock has just created (open as fd, not
+// yet visible with any bytes) to the owner and group of the lock's
+// directory, when we are root and the directory is another uid's.
+//
+// Root taking a lock in a service's directory would otherwise leave
+// root-owned 0600 records there, which the service can neither read nor
+// (under the trust rule) adopt: the service would be locked out for good.
+// Given to the directory's owner, they are objects the service trusts
+// (its own), and root trusts them too (the directory owner's, trust.go);
+// both keep sharing the lock, in either order, and a root holder killed
+// with SIGKILL leaves a record the service can judge and replace.
+// Elsewhere (not root, or root's own directory) this does nothing: the
+// objects are ours.
+func (l *locker) chownForDir(fd int) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	var d syscall.Stat_t
+	if err := syscall.Fstat(l.dir.Fd(), &d); err != nil {
+		return err
+	}
+	if d.Uid == 0 {
+		return nil
+	}
+	return retryEINTR(func() error { return syscall.Fchown(fd, int(d.Uid), int(d.Gid)) })
+}
+
+func retryEINTR(f func() error) error {
+	for {
+		if err := f(); err != syscall.EINTR {
+			return err
+		}
+	}
+}
