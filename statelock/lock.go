@@ -106,6 +106,8 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			return nil, a.fail(timeoutReason(a.last), a.last, err)
 		}
 		a.attempts++
+		hook.Fire(hook.LockAttempt, l.lockPath)
+		a.observe()
 		h, c, how, err := a.try()
 		switch {
 		case err != nil:
