@@ -22,7 +22,7 @@ import (
 // Waiters do not spin, whoever holds (SPEC §4.4, §4.7 "Non-spinning
 // waits"). Each test runs the waiter in its own process (a re-exec of this
 // binary, waitCPUWorker), which reports its CPU time from getrusage over
-// the wait and the time of every attempt; nothing here asserts how long a
+// the wait and the times of its attempts; nothing here asserts how long a
 // wait took.
 
 // waitBudget is how long the waiters below wait for a lock that stays held.
