@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // acquisition is one acquire call: its budget and what its attempts have
@@ -18,6 +20,12 @@ type acquisition struct {
 	claimBo backoff // the sleeps while the transition claim is busy
 	w       *waker
 	tk      *ticket
+	// seen is what a waiter observed just before its last attempt; a wake
+	// that finds the same is spurious (observation).
+	seen observation
+	// claimBusy is since when every attempt has found the transition claim
+	// busy (zero: the last one did not).
+	claimBusy time.Time
 	// attempts made, and the contention of the last one that looked at
 	// the lock itself (a skipped attempt keeps the one before).
 	attempts int
@@ -87,12 +95,23 @@ func (a *acquisition) wait(c *contention, how tried) error {
 	case remaining <= 0:
 		return a.fail(timeoutReason(c), c, nil)
 	case c.reason == ReasonTransitionClaimTimeout && !how.skipped:
+		if a.claimBusy.IsZero() {
+			a.claimBusy = time.Now()
+		}
+		if time.Since(a.claimBusy) >= claimMinAge {
+			// A claim is held for a few file operations. One that every
+			// attempt has found busy for this long is stuck (its taker
+			// stopped, or died where no rule may break it): waiting on
+			// it is waiting on a holder, and paced like it.
+			a.claimBo.max = backoffMax
+		}
 		if err := sleepCtx(a.ctx, a.claimBo.step(remaining)); err != nil {
 			return a.fail(timeoutReason(c), c, err)
 		}
 		return nil
 	}
 	a.claimBo.reset()
+	a.claimBo.max, a.claimBusy = claimRetryMax, time.Time{}
 	if a.w == nil {
 		// Arm the watch and take a place in the queue, then look again at
 		// once: a release between the failed attempt and the watch would
@@ -101,14 +120,37 @@ func (a *acquisition) wait(c *contention, how tried) error {
 		a.tk = a.l.join(nil)
 		return nil
 	}
-	// The sleep only bounds how late a change that produced no event is
-	// noticed; a release wakes us through the watch. So the backoff
-	// keeps growing across wakes: resetting it would make every waiter
-	// poll at 5 ms after each handoff.
-	if _, err := a.w.wait(a.ctx, a.bo.step(remaining), !how.behind); err != nil {
-		return a.fail(timeoutReason(c), c, err)
+	// The sleep bounds how late a change that produced no event is
+	// noticed (a TypeScript holder's death makes none); a release wakes
+	// us through the watch. So the backoff keeps growing across wakes:
+	// resetting it would make every waiter poll at 5 ms after each
+	// handoff. A wake that finds F.lock and the queue exactly as they
+	// were before the last attempt is spurious (our own attempt's
+	// closes, another waiter's, a reader's): the attempt would fail
+	// again on the same state, so sleep on to the same deadline.
+	deadline := time.Now().Add(a.bo.step(remaining))
+	for {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return nil
+		}
+		woke, err := a.w.wait(a.ctx, d, !how.behind)
+		if err != nil {
+			return a.fail(timeoutReason(c), c, err)
+		}
+		if !woke || !a.l.observe(a.tk).same(a.seen) {
+			return nil
+		}
+		hook.Fire(hook.LockWaitUnchanged, a.l.lockPath)
 	}
-	return nil
+}
+
+// observe records what the waiter sees just before an attempt (see
+// observation); a new caller, which has no watch yet, observes nothing.
+func (a *acquisition) observe() {
+	if a.w != nil {
+		a.seen = a.l.observe(a.tk)
+	}
 }
 
 // failed is the error of an attempt that failed, by the step that failed.

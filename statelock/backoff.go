@@ -4,8 +4,10 @@ import "time"
 
 // Backoff between acquisition attempts: 5 ms, doubling, capped at 100 ms.
 // A waiter on Linux also wakes as soon as the lock record changes
-// (wait_linux.go), so the cap bounds only how late a change that produced
-// no event is noticed.
+// (wait.go), so the cap bounds only how late a change that produced no
+// event is noticed, such as the death of a holder that holds no kernel
+// lock of ours (a TypeScript peer): its lock is reclaimed by the first
+// attempt after the death, at most one step later.
 const (
 	backoffMin = 5 * time.Millisecond
 	backoffMax = 100 * time.Millisecond

@@ -106,6 +106,8 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			return nil, a.fail(timeoutReason(a.last), a.last, err)
 		}
 		a.attempts++
+		hook.Fire(hook.LockAttempt, l.lockPath)
+		a.observe()
 		h, c, how, err := a.try()
 		switch {
 		case err != nil:
@@ -338,12 +340,23 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 }
 
 // With runs fn while holding the lock of stateFile. If fn fails and the
-// release fails too, both errors are returned (errors.Join).
+// release fails too, both errors are returned (errors.Join). If fn panics,
+// the lock is released and the panic continues.
 func With(ctx context.Context, stateFile string, fn func() error, opts ...Option) error {
 	h, err := Lock(ctx, stateFile, opts...)
 	if err != nil {
 		return err
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked (or called runtime.Goexit): release, or the lock
+			// stays held for the life of the process (see Update). Not
+			// recovered: the panic goes on with its own value and stack.
+			h.Unlock()
+		}
+	}()
 	ferr := fn()
+	returned = true
 	return errors.Join(ferr, h.Unlock())
 }

@@ -41,7 +41,8 @@ var ErrOutcomeUnknown = errors.New("the outcome of the update is unknown")
 // owner is provably dead). Concurrent Updates, from any number of processes
 // and from TypeScript peers running the reference lock, lose no update. If
 // the read, fn or the write fails and the release fails too, both errors
-// are returned (errors.Join).
+// are returned (errors.Join). If fn panics, the lock is released with the
+// state file untouched, and the panic continues.
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
 	h, err := Lock(ctx, stateFile, opts...)
 	if err != nil {
@@ -52,7 +53,23 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		released   bool
 		releasedAt time.Time
 		relErr     error
+		returned   bool
 	)
+	defer func() {
+		if !returned {
+			// fn panicked (or called runtime.Goexit). Nothing was written:
+			// give the lock back, or it stays held for the life of the
+			// process (net/http recovers a handler's panic), and every
+			// later Update, here and in every other process, times out
+			// on a holder that is truly alive. The panic goes on
+			// unchanged: nothing here recovers it.
+			if released {
+				h.l.close()
+			} else {
+				h.Unlock()
+			}
+		}
+	}()
 	if !h.l.cfg.holdThroughSync {
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
@@ -62,6 +79,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		}))
 	}
 	opErr := h.update(fn, wopts...)
+	returned = true
 	if !released {
 		return errors.Join(opErr, h.Unlock())
 	}

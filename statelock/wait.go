@@ -34,7 +34,17 @@ import (
 // directory is watched for the name to appear.
 //
 // The watch is an optimization only: every sleep is still bounded by the
-// backoff, so a missed or coalesced event costs at most 100 ms.
+// backoff, so a missed or coalesced event costs at most 100 ms. And an
+// event is only a hint: inotify does not say who caused it, and a waiter's
+// own failed attempt closes F.lock (read-write on the fast path, which
+// finds a live record instead of a tombstone; read-only to judge it), as
+// do other waiters and every TypeScript peer that polls. So a woken waiter
+// first compares what it observes of F.lock and of the queue with what it
+// observed just before its last attempt (observation), and when nothing
+// changed it sleeps on to the same deadline (acquisition.wait). Without
+// that, a waiter on a holder that holds no kernel lock of ours (the
+// attempt is made in full each time) woke itself at once after every
+// attempt and used a whole core.
 //
 // Where there is no inotify (every platform but Linux), internal/sys's
 // InotifyInit fails, newWaker returns nil, and every wait is a timed sleep.

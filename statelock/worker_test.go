@@ -54,6 +54,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "waitcpu":
+		if err := waitCPUWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "hold":
 		if err := holdWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

@@ -155,6 +155,13 @@ const (
 	// LockWaitTimedOut fires after LockWaitDeadline when that last look
 	// found no event: the sleep ran out, nothing woke the waiter.
 	LockWaitTimedOut = "statelock.wait-timed-out"
+	// LockWaitUnchanged fires when an event woke a waiter but F.lock and
+	// the queue are exactly as they were before its last attempt, so it
+	// sleeps on (a spurious wake).
+	LockWaitUnchanged = "statelock.wait-unchanged"
+	// LockAttempt fires before every attempt of an acquisition (a look, a
+	// peek or a full attempt under the claim).
+	LockAttempt = "statelock.attempt"
 )
 
 // The hook points of the etcd backend (nested module etcd/).

@@ -1,0 +1,268 @@
+package statelock
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/internal/tsseed"
+	"github.com/exactfs/exactfs/liveness"
+)
+
+// Waiters do not spin, whoever holds (SPEC §4.4, §4.7 "Non-spinning
+// waits"). Each test runs the waiter in its own process (a re-exec of this
+// binary, waitCPUWorker), which reports its CPU time from getrusage over
+// the wait and the times of its attempts; nothing here asserts how long a
+// wait took.
+
+// waitBudget is how long the waiters below wait for a lock that stays held.
+const waitBudget = 2500 * time.Millisecond
+
+// sleeper starts a process that lives until the test ends, to stand for a
+// live holder that holds no kernel lock, and returns its pid.
+func sleeper(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// tsStyleRecord is the owner record a live TypeScript holder with pid
+// writes on this host: pid, its linux-proc-v1 start time, a token, the host
+// id, and none of exactfs's evidence fields (so no kernel lock vouches for
+// it and it is judged by the pid rules alone).
+func tsStyleRecord(t *testing.T, pid int, hostID string) []byte {
+	t.Helper()
+	st, format, err := liveness.StartTime(pid)
+	if err != nil || format != "linux-proc-v1" {
+		t.Fatalf("start time of pid %d: %q %q %v", pid, st, format, err)
+	}
+	rec := &Record{Pid: int64(pid), StartTime: st, StartTimeFormat: format, Token: exactfs.NewUUID(), HostID: hostID}
+	b := rec.Encode()
+	if r, err := ParseRecord(b); err != nil || r.Kernel() {
+		t.Fatalf("not a TypeScript-style record: %s (%v)", b, err)
+	}
+	return b
+}
+
+// runWaiter runs waitCPUWorker on e's state file with the given budget;
+// during, if not nil, runs once the worker is about to wait, and returns
+// before the worker's report is read.
+func runWaiter(t *testing.T, e *testEnv, budget time.Duration, during func()) waitReport {
+	t.Helper()
+	report := startWaiter(t, e, budget)
+	if during != nil {
+		during()
+	}
+	r, err := report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startWaiter starts waitCPUWorker and returns once it is about to wait;
+// report waits for its report (and may be called from any goroutine).
+func startWaiter(t *testing.T, e *testEnv, budget time.Duration) (report func() (waitReport, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
+	cmd := workerCmd(ctx, "waitcpu", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
+		"STATELOCK_WAIT_MS="+strconv.Itoa(int(budget/time.Millisecond)))
+	t.Cleanup(cancel)
+	sc := startAndWaitLine(t, cmd, "W", 30*time.Second)
+	return func() (waitReport, error) {
+		defer cancel()
+		var line string
+		for sc.Scan() {
+			line = sc.Text()
+		}
+		var r waitReport
+		if err := cmd.Wait(); err != nil {
+			return r, fmt.Errorf("waiter: %w", err)
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return r, fmt.Errorf("waiter's report %q: %w", line, err)
+		}
+		return r, nil
+	}
+}
+
+// checkQuiet asserts that a waiter that waited out its budget used under
+// 5% of a core and made about as many attempts as the backoff allows: at
+// most one per 100 ms step after the first short ones (claimSteps more
+// where it waits on a busy transition claim, whose steps are shorter at
+// first), and not so few that a holder's death would go unnoticed.
+func checkQuiet(t *testing.T, r waitReport, claimSteps int) { checkQuietN(t, r, claimSteps, 1) }
+
+// checkQuietN is checkQuiet for one of waiters waiters at once: another
+// waiter's attempt takes a kernel lock on the record for a moment, and a
+// wake that finds it gone is a change, so each may attempt a little more
+// often (at most twice the backoff's count here).
+func checkQuietN(t *testing.T, r waitReport, claimSteps, waiters int) {
+	t.Helper()
+	n := r.Attempts
+	t.Logf("waited %s: %s of CPU (%.1f%%), %d attempts, %d sleeps ran out, %d spurious wakes",
+		r.Elapsed.Round(time.Millisecond), r.CPU.Round(time.Microsecond), 100*float64(r.CPU)/float64(r.Elapsed),
+		n, r.TimedOut, r.Unchanged)
+	if r.Acquired {
+		t.Fatal("the waiter took a lock that stayed held")
+	}
+	if r.CPU > r.Elapsed/20 {
+		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
+	}
+	most := int(waitBudget/backoffMax) + 10 + claimSteps
+	if waiters > 1 {
+		most *= 2
+	}
+	least := int(waitBudget/backoffMax) / 2
+	if n > most || n < least {
+		t.Errorf("%d attempts in %s; the backoff (%s doubling to %s) allows %d to %d", n, waitBudget, backoffMin, backoffMax, least, most)
+	}
+}
+
+// TestWaiterQuietWhateverHolds: a waiter on a holder that holds no kernel
+// lock of ours sleeps through the backoff like a waiter on an exactfs
+// holder: a live TypeScript-style record, another host's record, a
+// malformed record still being written, a transition claim held by a live
+// process. On 7b17545 the first three cost a full core (every failed
+// attempt's close woke the waiter at once) and the claim was polled every
+// 10 ms for as long as it stayed.
+func TestWaiterQuietWhateverHolds(t *testing.T) {
+	cases := []struct {
+		name       string
+		plant      func(t *testing.T, e *testEnv)
+		claimSteps int
+	}{
+		{"typescript-style live record", func(t *testing.T, e *testEnv) {
+			writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
+		}, 0},
+		{"another host's record", func(t *testing.T, e *testEnv) {
+			writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), strings.Repeat("5e", 32)))
+		}, 0},
+		{"malformed record being written", func(t *testing.T, e *testEnv) {
+			// Torn, young, and open for writing, as a writer between its
+			// truncate and its write leaves it: never reclaimable.
+			writeRecord(t, e.lock, []byte(`{"pid":12`))
+			f, err := os.OpenFile(e.lock, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+		}, 0},
+		{"transition claim held by a live process", func(t *testing.T, e *testEnv) {
+			if err := os.Mkdir(e.claim, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			writeRecord(t, e.sidecar, tsStyleRecord(t, sleeper(t), e.host.ID))
+		}, int(claimMinAge / claimRetryMax)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.plant(t, e)
+			checkQuiet(t, runWaiter(t, e, waitBudget, nil), tc.claimSteps)
+		})
+	}
+}
+
+// TestWaitersDoNotWakeEachOther: three waiters on one TypeScript-style
+// live record: each one's failed attempts close F.lock, which wakes the
+// others; none of them spins. On 7b17545 they woke each other (and
+// themselves) without end.
+func TestWaitersDoNotWakeEachOther(t *testing.T) {
+	e := newEnv(t)
+	writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
+	const n = 3
+	var waiters []func() (waitReport, error)
+	for range n {
+		waiters = append(waiters, startWaiter(t, e, waitBudget))
+	}
+	for _, report := range waiters {
+		r, err := report()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkQuietN(t, r, 0, n)
+	}
+}
+
+func writeRecord(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTSHolder starts the TypeScript reference worker and returns once it
+// holds the lock (inside its critical section for holdMs).
+func startTSHolder(t *testing.T, e *testEnv, holdMs int) *exec.Cmd {
+	t.Helper()
+	logf := filepath.Join(e.dir, "ts.log")
+	cmd := tsseed.Command(t, e.configRoot, e.state, 1, holdMs, logf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if !waitForEnter(t, logf, 60*time.Second) {
+		t.Fatal("the TypeScript worker never entered its critical section")
+	}
+	return cmd
+}
+
+// TestWaiterQuietOnTypeScriptHolder: the same against the real TypeScript
+// reference worker holding the lock.
+func TestWaiterQuietOnTypeScriptHolder(t *testing.T) {
+	e := newEnv(t)
+	startTSHolder(t, e, 600000)
+	checkQuiet(t, runWaiter(t, e, waitBudget, nil), 0)
+}
+
+// TestWaiterReclaimsKilledTypeScriptHolderPromptly: a waiter that has
+// waited long enough for its backoff to reach its cap takes the lock of a
+// TypeScript holder SIGKILLed meanwhile at its first or second attempt
+// after the kill (one may be under way as the process dies), i.e. within
+// one backoff step of the death, while having used under 5% of a core.
+func TestWaiterReclaimsKilledTypeScriptHolderPromptly(t *testing.T) {
+	e := newEnv(t)
+	ts := startTSHolder(t, e, 600000)
+	var killed int64
+	r := runWaiter(t, e, time.Minute, func() {
+		time.Sleep(1500 * time.Millisecond)
+		killed, _ = sys.MonotonicNs()
+		ts.Process.Signal(syscall.SIGKILL)
+	})
+	if !r.Acquired {
+		t.Fatalf("the waiter did not take the killed holder's lock: %s", r.Err)
+	}
+	after := 0
+	for _, at := range r.Recent {
+		if at > killed {
+			after++
+		}
+	}
+	delay := time.Duration(r.AcquiredAt - killed)
+	t.Logf("reclaimed %s after the kill, by attempt %d (%d after the kill); the wait used %s of CPU in %s",
+		delay.Round(time.Millisecond), r.Attempts, after, r.CPU.Round(time.Microsecond), r.Elapsed.Round(time.Millisecond))
+	if after < 1 || after > 2 {
+		t.Errorf("%d attempts after the kill, want 1 or 2: the first attempt after a backoff step must reclaim a dead holder", after)
+	}
+	if delay > 10*backoffMax {
+		t.Errorf("reclaimed %s after the kill; one backoff step is at most %s", delay, backoffMax)
+	}
+	if r.CPU > r.Elapsed/20 {
+		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
+	}
+}
