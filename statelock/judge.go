@@ -49,27 +49,49 @@ func (l *locker) judgeRecord(s *snapshot, f *os.File) verdict {
 		Pid:             int(r.Pid),
 		StartTime:       r.StartTime,
 		StartTimeFormat: r.StartTimeFormat,
-		HostID:          r.HostID,
+		HostID:          judgedHost(r),
 		BootID:          r.BootID,
 		PidfdIno:        r.PidfdIno,
 		PidNS:           r.PidNS,
 	})
 	reason := ReasonOwnerLive
-	if r.HostID == "" && !l.cfg.hostLocal {
+	if judgedHost(r) == "" && !l.cfg.hostLocal {
 		reason = ReasonOwnerUnprovenanced
 	}
 	return verdict{j, reason}
 }
 
+// judgedHost is the host id a record is judged by: owner_host_id, or the
+// pidns_host_id of a holder in another pid namespace (locker.lockOwner)
+// when the record also carries that namespace (pid_ns), so that the pid
+// rules never read its pid in our namespace (liveness: a record from
+// another pid namespace is unknown, alive). Without pid_ns a pidns_host_id
+// names no host: the pid it comes with means nothing here.
+func judgedHost(r *Record) string {
+	if r.HostID != "" || r.PidNS == 0 {
+		return r.HostID
+	}
+	return r.PidNSHostID
+}
+
 // kernelVerdict applies the OFD rule when it may: a record with our
-// evidence fields, from this host (current or legacy id) and this boot
+// evidence fields, from this host (current or legacy id, in owner_host_id
+// or, for a holder in another pid namespace, pidns_host_id) and this boot
 // (the same kernel, whose lock table is the one asked), on a platform and
-// filesystem that answer F_OFD_GETLK.
+// filesystem that answer F_OFD_GETLK. The pid namespace does not matter
+// here: every namespace of one kernel shares its lock table, and the
+// question is about the very inode the bytes were read from.
+//
+// Accepting pidns_host_id steals from no one: only exactfs writes it, and
+// only with the OFD lock held from before the bytes; a record from another
+// host cannot carry our boot id (a random 128-bit value per boot) unless
+// forged, and a forged record is no one's live lock; the kernel's "no
+// lock" is the same proof whichever key named the host.
 func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	if !ofdSupported || f == nil || !r.Kernel() || r.BootID == "" || r.BootID != l.self.BootID {
 		return verdict{}, false
 	}
-	if r.HostID == "" || !l.host.IsLocal(r.HostID) {
+	if h := r.Host(); h == "" || !l.host.IsLocal(h) {
 		return verdict{}, false
 	}
 	// The holder's range [0, queueBase) is the attestation's.
@@ -145,6 +167,10 @@ func (l *locker) describeWho(s *snapshot, v verdict) string {
 	r := s.rec
 	where := "on an unnamed host"
 	switch {
+	case r.HostID == "" && r.PidNSHostID != "" && l.host.IsLocal(r.PidNSHostID):
+		where = "in another pid namespace on this host"
+	case r.HostID == "" && r.PidNSHostID != "":
+		where = "in another pid namespace on an unnamed host"
 	case r.HostID == "":
 	case r.HostID == l.host.ID:
 		where = "on this host"
