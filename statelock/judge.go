@@ -5,7 +5,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/idle"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -113,17 +115,17 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 // process; and the abandoned-write rule below. Anything else is kept: it
 // proves nothing about its writer, who may still be writing it.
 //
-// The abandoned-write rule (beyond the reference, like the power-loss
-// rule): an empty or torn record at least a second old that no process on
-// this host has open for writing (the kernel's read-lease probe through f,
-// the descriptor its bytes were read from) has a dead writer. Every writer
-// of a record holds a writable descriptor on it for as long as it is
-// incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
+// The abandoned-write rule (SPEC §4.4, decided 2026-12-03): an empty or
+// torn record with one link that no process on this host has open for
+// writing (the kernel's read-lease probe through f, the descriptor its
+// bytes were read from, which answers only for our own files on local
+// filesystems) has a dead writer, once it is old enough (abandonedAge).
+// Every writer of a record holds a writable descriptor on it for as long as
+// it is incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
 // truncates, writes and fsyncs through one handle and closes it only then;
-// exactfs publishes records whole and rewrites them through the descriptor
-// that holds its OFD lock.
-// So the record a TypeScript peer killed between its truncate and its write
-// leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
+// exactfs writes its records through the descriptor that holds its OFD
+// lock. So the record a TypeScript peer killed between its truncate and its
+// write leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
 // stranding the lock until someone runs exactfs recover. Readers do not
 // count; a writer that opens it meanwhile changes nothing the removal is
 // bound to (it removes exactly the judged bytes and inode).
@@ -131,10 +133,12 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	if before, ok := writtenBeforeBoot(s.id.MtimeNs); ok && before {
 		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "malformed record written before the current boot"}, ""}
 	}
-	if _, ok := historicalUnreleased(s.data); !ok && f != nil && age(s.id) >= claimMinAge && s.id.Nlink == 1 {
-		if why, err := idle.NoWriter(f); err == nil && why == "" {
-			return verdict{liveness.Judgement{Verdict: liveness.Dead,
-				Reason: fmt.Sprintf("a record of %d bytes that does not parse, open for writing by no process: its writer died while writing it", len(s.data))}, ""}
+	if _, ok := historicalUnreleased(s.data); !ok && f != nil && s.id.Nlink == 1 {
+		if min, how := abandonedAge(f, s.id); age(s.id) >= min {
+			if why, err := idle.NoWriter(f); err == nil && why == "" {
+				return verdict{liveness.Judgement{Verdict: liveness.Dead,
+					Reason: fmt.Sprintf("a record of %d bytes that does not parse, %s, open for writing by no process: its writer died while writing it", len(s.data), how)}, ""}
+			}
 		}
 	}
 	if r, ok := historicalUnreleased(s.data); ok {
@@ -151,6 +155,45 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 		return verdict{liveness.Judgement{Verdict: liveness.Unknown, Reason: "malformed record, possibly still being written"}, ReasonOwnerRecordFresh}
 	}
 	return verdict{liveness.Judgement{Verdict: liveness.Unknown, Reason: "malformed record: " + s.perr.Error()}, ReasonOwnerUnprovenanced}
+}
+
+// Ages of the abandoned-write rule (judgeMalformed).
+const (
+	// abandonedRewriteAge: a record written after it was born (an in-place
+	// rewrite, or a create whose write began) whose writer holds it open
+	// no more is abandoned after a second.
+	abandonedRewriteAge = time.Second
+	// abandonedCreateAge: a record created and never written may belong to
+	// a creator still inside its open(O_CREAT): the name is visible before
+	// the descriptor counts as a writer for the lease probe. The
+	// reference's stale window covers that.
+	abandonedCreateAge = staleAge
+)
+
+// abandonedAge is how old a malformed record must be before the
+// abandoned-write rule may reclaim it, and why: abandonedRewriteAge when
+// its birth time (statx STATX_BTIME, read through f, the descriptor its
+// bytes came from) is before its mtime, that is it was written after it was
+// born; abandonedCreateAge when the two are equal (created, never written:
+// a create and its write within one timestamp tick count as that too, the
+// safe way), when its mtime is earlier than its birth (set back by hand), or
+// when the filesystem gives no birth time.
+func abandonedAge(f *os.File, id exactfs.Identity) (time.Duration, string) {
+	var (
+		btime int64
+		ok    bool
+	)
+	if sys.Control(f, func(fd int) error {
+		var err error
+		btime, ok, err = sys.BirthTime(fd)
+		return err
+	}) != nil || !ok {
+		return abandonedCreateAge, "with no birth time to tell a rewrite from a create, at least 30s old"
+	}
+	if btime < id.MtimeNs {
+		return abandonedRewriteAge, "written after it was created, at least 1s ago"
+	}
+	return abandonedCreateAge, "created and never written, at least 30s ago"
 }
 
 // describe says who holds a record, for people: "pid 4242 on this host
