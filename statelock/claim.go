@@ -103,10 +103,20 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 
 // releaseClaim gives the claim back: the sidecar becomes a tombstone (in
 // place: we wrote it and hold its OFD lock and the claim, so it is still
-// exactly what we wrote), then the directory leaves the name (dropClaim).
-// Our OFD lock on the sidecar is held until after that, so a contender
-// never mistakes a claim between those two steps for a crashed one. The
-// sidecar's descriptor is then parked for the next claim (park.go).
+// exactly what we wrote), is fsynced, then the directory leaves the name
+// (dropClaim). Our OFD lock on the sidecar is held until after that, so a
+// contender never mistakes a claim between those two steps for a crashed
+// one. The sidecar's descriptor is then parked for the next claim
+// (park.go).
+//
+// The fsync is SPEC §4.3's (decided 2026-12-03): the reference takes a
+// claim by mkdir and then fails outright on a sidecar that is not a
+// tombstone, so "no claim directory, sidecar not a tombstone" must never be
+// on disk, also after a power cut; without it the rmdir (or the rename to
+// the spare) could reach the disk before the tombstone's bytes. If the
+// fsync fails the directory stays: a claim whose sidecar is a tombstone is
+// reclaimed once it is a second old (inspectClaim), and whatever the disk
+// holds of the sidecar, the directory still guards it.
 func (l *locker) releaseClaim(c *heldRecord) error {
 	ok := false
 	defer func() {
@@ -119,9 +129,14 @@ func (l *locker) releaseClaim(c *heldRecord) error {
 			c.f.Close()
 		}
 	}()
+	hook.Fire(hook.LockClaimRelease, l.path(l.sidecar))
 	if err := overwrite(c.f, l.path(l.sidecar), int64(len(c.data)), c.data, l.tombstone().Encode()); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
+	if err := c.f.Sync(); err != nil {
+		return fmt.Errorf("releasing the transition claim: making the tombstone of %s durable before the claim directory goes: %w", l.path(l.sidecar), err)
+	}
+	hook.Fire(hook.LockClaimReleaseSynced, l.path(l.sidecar))
 	if err := l.dropClaim(); err != nil {
 		return fmt.Errorf("releasing the transition claim: %w", err)
 	}
@@ -296,7 +311,9 @@ func (l *locker) sidecarStill(judged *snapshot) (ok bool, err error) {
 // taker of the freed name and loses whenever that one is quicker, or the
 // reclaimer is killed in between. A kill after the rewrite leaves the
 // crashed claim with a tombstone sidecar, which is reclaimed once it is a
-// second old. ok is false when the sidecar changed since its verdict
+// second old. The tombstone is fsynced before the directory is removed
+// (SPEC §4.3), so no power cut leaves the sidecar's dead record without its
+// claim directory. ok is false when the sidecar changed since its verdict
 // (contention).
 func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 	f, err := l.dir.OpenFile(l.sidecar, os.O_RDWR, 0)
@@ -317,6 +334,11 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 	_, err = l.rewrite(l.sidecar, f, judged.id, judged.data, l.tombstone().Encode(), false)
 	switch {
 	case err == nil:
+		// Durable before the directory goes (SPEC §4.3): after a power cut
+		// the reference must find a tombstone wherever it finds no claim.
+		if err := f.Sync(); err != nil {
+			return false, fmt.Errorf("making the tombstone of %s durable before the crashed claim is removed: %w", l.path(l.sidecar), err)
+		}
 		return true, nil
 	case errors.Is(err, errRecordChanged), errors.Is(err, exactfs.ErrChangedDuringRead), errors.Is(err, fs.ErrNotExist):
 		return false, nil
