@@ -210,6 +210,8 @@ func (l *locker) describeWho(s *snapshot, v verdict) string {
 	r := s.rec
 	where := "on an unnamed host"
 	switch {
+	case r.HostID == "" && r.PidNSHostID != "" && l.host.IsLocal(r.PidNSHostID) && r.PidNS != 0 && r.PidNS == l.self.PidNS:
+		where = "on this host, in our pid namespace (not the host's initial one)"
 	case r.HostID == "" && r.PidNSHostID != "" && l.host.IsLocal(r.PidNSHostID):
 		where = "in another pid namespace on this host"
 	case r.HostID == "" && r.PidNSHostID != "":
