@@ -113,14 +113,9 @@ func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 		// A stays alive for a while after its release: the closes of its
 		// exit would wake a B that missed the release.
 		a := start("300", "500")
-		time.Sleep(400 * time.Millisecond) // A queues first
+		time.Sleep(200 * time.Millisecond) // A queues first
 		b := start("0", "0")
-		// B's backoff grows to its 100 ms steps (5+10+20+40+80 ms). Not
-		// longer: a waiter behind another for queueTrust (1 s) attempts
-		// anyway (queue.go), and the release and A's acquisition each
-		// include a claim release's fsync (SPEC §4.3), whose latency on a
-		// loaded disk is what is left of that second.
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(600 * time.Millisecond) // B's backoff grows to its 100 ms steps
 		if err := h.Unlock(); err != nil {
 			t.Fatal(err)
 		}
