@@ -303,7 +303,6 @@ func faultWhileHeld(t *testing.T, mnt string, before func(), fault func(testing.
 	}
 	closeParked()
 	testfs.Remount(t, mnt)
-	waitClaimAged(t, e)
 	checkOldBytes(t, e, oldState)
 	checkRevertedLock(t, e)
 	checkNamed(t, e)
@@ -322,25 +321,6 @@ var writeBacks = []struct {
 }{
 	{"lock-files-written-back", syscall.Sync},
 	{"lock-files-in-memory", func() {}},
-}
-
-// waitClaimAged waits, when the fault left a claim directory whose sidecar
-// is a tombstone younger than claimMinAge, until it is that old: only then
-// is it a crashed claim (SPEC §4.3), which the checks after it expect. The
-// sidecar's tombstone is fsynced before the directory goes (releaseClaim),
-// and on XFS that forces the log with the directory's creation in it, so a
-// cut before the directory's removal reached the log leaves the directory
-// with its tombstone sidecar.
-func waitClaimAged(t *testing.T, e *testEnv) {
-	t.Helper()
-	st, err := Inspect(e.state, e.opts()...)
-	if err != nil || !st.Claim.Present || st.Claim.Crashed || !strings.Contains(st.Claim.SidecarVerdict, "released") {
-		return
-	}
-	t.Logf("fault table: after the remount a claim with a tombstone sidecar is there, %s old: %s", st.Claim.Age.Round(time.Millisecond), st.Claim.Why)
-	if wait := claimMinAge - st.Claim.Age; wait > 0 {
-		time.Sleep(wait + 20*time.Millisecond)
-	}
 }
 
 // checkRevertedLock describes F.lock after the remount of a reverted
