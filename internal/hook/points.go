@@ -105,13 +105,6 @@ const (
 	// LockClaimTaken fires when the claim directory was just taken (made,
 	// or a spare renamed onto the name), before its sidecar is written.
 	LockClaimTaken = "statelock.claim-taken"
-	// LockClaimRelease fires when an ordinary release of a claim we hold
-	// begins: its sidecar still holds our record.
-	LockClaimRelease = "statelock.claim-release"
-	// LockClaimReleaseSynced fires in that release after the sidecar's
-	// tombstone is written and fsynced, before the claim directory leaves
-	// its name (SPEC §4.3).
-	LockClaimReleaseSynced = "statelock.claim-release-synced"
 	// LockAfterClaimInspection fires after the stale verdict on a
 	// transition claim, before its re-capture.
 	LockAfterClaimInspection = "statelock.after-claim-inspection"
