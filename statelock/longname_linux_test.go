@@ -3,6 +3,7 @@ package statelock
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,4 +122,59 @@ func TestLongStateFileNameWithTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSteadyState(t, e, false)
+}
+
+// TestLongNameKilledWhileEmpty: beside a 205-byte state file name both
+// records are created in place, so a holder SIGKILLed between the create
+// and the write leaves an empty record, as a reference peer would. It is
+// created and never written: kept while its creator could still be inside
+// open(O_CREAT) (SPEC §4.4, 30 s), then reclaimed by the abandoned-write
+// rule (its mtime is set back here instead of waiting), with no manual step.
+func TestLongNameKilledWhileEmpty(t *testing.T) {
+	for _, which := range []string{"sidecar", "F.lock"} {
+		t.Run(which, func(t *testing.T) {
+			e := envNamed(t, 205)
+			target := e.sidecar
+			if which == "F.lock" {
+				// The sidecar exists (a tombstone, reused), F.lock not.
+				h, err := Lock(context.Background(), e.state, e.opts()...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.Unlock(); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(e.lock); err != nil {
+					t.Fatal(err)
+				}
+				target = e.lock
+			}
+			runKilledAt(t, e, "killat", hook.LockOwnerRecordWrite, "STATELOCK_KILL_IN=lock")
+			if b := mustRead(t, target); len(b) != 0 {
+				t.Fatalf("%s after the kill: %q, want empty", target, b)
+			}
+			// The killed worker's claim is judged once it is a second old
+			// (set back here): its sidecar is the empty record (which
+			// keeps it), or the worker's record with no kernel lock left
+			// (which frees it, and F.lock's empty record keeps the lock).
+			old := time.Now().Add(-time.Minute)
+			os.Chtimes(e.claim, old, old)
+			before := stateOf(t, target)
+			_, err := TryLock(e.state, e.opts()...)
+			if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "malformed record, possibly still being written") {
+				t.Fatalf("TryLock beside a record created a moment ago and never written: %v", err)
+			}
+			t.Logf("kept: %v", err)
+			before.assertSame(t, target)
+			os.Chtimes(target, old, old)
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(5*time.Second))...)
+			if err != nil {
+				t.Fatalf("Lock once the empty %s is older than 30 s: %v", which, err)
+			}
+			if err := h.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			assertSteadyState(t, e, true)
+		})
+	}
 }
