@@ -126,6 +126,32 @@ func PidNS(pid int) (uint64, error) {
 	return pidNS(pid)
 }
 
+// InitialPidNS reports whether the evidence was collected in the host's
+// initial pid namespace, where the pid a record carries is the pid every
+// reader outside a container sees. A process in another pid namespace (a
+// toolbox-style container sharing the directory) records a pid that means
+// nothing to a reader outside it, and a reader that does not know pid_ns
+// (the TypeScript reference) would look it up in its own namespace.
+//
+// On Linux the test is the inode of /proc/self/ns/pid: the kernel gives the
+// initial pid namespace the fixed inode PROC_PID_INIT_INO (0xEFFFFFFC, since
+// Linux 3.8) and allocates every other namespace's from 0xF0000000 up, so
+// the two never meet, whatever /proc the process sees (its own remounted
+// /proc or its parent's: ns/pid of /proc/self always names the caller's
+// namespace). Unlike NSpid in /proc/self/status it does not depend on which
+// namespace's /proc is mounted. An unknown namespace (PidNS 0: /proc
+// unreadable) is not the initial one: the answer fails closed. Platforms
+// without pid namespaces answer true.
+func (e Evidence) InitialPidNS() bool {
+	if !pidNamespaces {
+		return true
+	}
+	return e.PidNS == procPidInitIno
+}
+
+// procPidInitIno is the kernel's PROC_PID_INIT_INO.
+const procPidInitIno = 0xEFFFFFFC
+
 var errUnsupported = errors.ErrUnsupported
 
 // commandTimeout bounds the helper commands this package runs (ps, ioreg),

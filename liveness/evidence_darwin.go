@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pidNamespaces: the platform has pid namespaces (Evidence.InitialPidNS).
+const pidNamespaces = false
+
 const supported = true
 
 func startTime(pid int) (string, string, error) {

@@ -13,6 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pidNamespaces: the platform has pid namespaces (Evidence.InitialPidNS).
+const pidNamespaces = true
+
 const supported = true
 
 func startTime(pid int) (string, string, error) {

@@ -11,6 +11,9 @@ import (
 // time, boot id, process probe) in a form the peers would read the same
 // way. Every probe fails, and the Judge answers Unknown, which keeps every
 // lock it cannot judge.
+// pidNamespaces: the platform has pid namespaces (Evidence.InitialPidNS).
+const pidNamespaces = false
+
 const supported = false
 
 func unsupportedErr(what string) error {

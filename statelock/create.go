@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
@@ -33,10 +34,20 @@ type heldRecord struct {
 //
 // An EEXIST from the create comes back unchanged so callers can tell
 // contention from failure.
+//
+// Names too long to stage (the staging name adds 46 bytes, so beside a
+// state file name of 188 bytes or more the sidecar's does not fit in
+// NAME_MAX, and from 205 bytes F.lock's does not either) are created in
+// place, as the reference creates every record, so that Go locks every
+// name a TypeScript peer can (up to F.lock.transition.owner's own limit, a
+// state file name of 233 bytes). The guarantees are those of
+// createInPlace: our OFD lock is on the inode before its first byte, and a
+// kill while it is still empty leaves a record the abandoned-write rule
+// reclaims (judge.go: after 30 s, since it was created and never written).
 func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 	if fault(hook.LockCreateInPlace, l.path(name)) == nil {
 		h, err := l.publishRecord(name, rec)
-		if !errors.Is(err, exactfs.ErrAtomicUnavailable) {
+		if !errors.Is(err, exactfs.ErrAtomicUnavailable) && !errors.Is(err, syscall.ENAMETOOLONG) {
 			return h, err
 		}
 	}
@@ -50,10 +61,12 @@ func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 // either no record or a whole one whose kernel lock dies with it; nothing
 // that only a person could clear. (A record created in place, as the
 // reference does, is empty between the create and the write: a kill there
-// leaves a malformed record that no rule may reclaim.) The rename is not
+// leaves an empty record that only the abandoned-write rule reclaims, 30 s
+// later.) The rename is not
 // fsynced: see the package documentation. Where the filesystem has no
-// no-replace rename this returns atomic_unavailable and the caller
-// creates in place. A name that exists (nearly always: a tombstone to
+// no-replace rename this returns atomic_unavailable, and where the staging
+// name is too long for the directory ENAMETOOLONG (the name's own length
+// plus 46 bytes); the caller then creates in place. A name that exists (nearly always: a tombstone to
 // reuse) is destination_exists, said at the cost of one lstat before
 // anything is staged.
 func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {

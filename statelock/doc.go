@@ -72,6 +72,18 @@
 // filesystem that takes no OFD locks our records omit those fields, so that
 // no contender ever reads a missing lock as a dead holder.
 //
+// A holder in a pid namespace other than the host's initial one (the
+// inode of /proc/self/ns/pid is not PROC_PID_INIT_INO; a toolbox-style
+// container sharing the directory) records a pid that names another
+// process, or none, outside it. Its F.lock records name the host in
+// pidns_host_id instead of owner_host_id: the reference reads a record
+// without owner_host_id as alive whatever its pid, so it never steals such
+// a holder's lock, and waits (or needs exactfs) when that holder dies;
+// exactfs contenders judge it by its kernel lock as any other (same host,
+// same boot: one kernel, one lock table), and by its boot id after a
+// reboot. Its claim sidecars and tombstones keep owner_host_id (the
+// reference never judges a sidecar).
+//
 // A record that does not parse (empty or torn: a TypeScript peer killed
 // between truncating and writing it in place, or between creating and
 // writing it) is reclaimed once it is a second old and no process on this

@@ -5,7 +5,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/idle"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -49,27 +51,49 @@ func (l *locker) judgeRecord(s *snapshot, f *os.File) verdict {
 		Pid:             int(r.Pid),
 		StartTime:       r.StartTime,
 		StartTimeFormat: r.StartTimeFormat,
-		HostID:          r.HostID,
+		HostID:          judgedHost(r),
 		BootID:          r.BootID,
 		PidfdIno:        r.PidfdIno,
 		PidNS:           r.PidNS,
 	})
 	reason := ReasonOwnerLive
-	if r.HostID == "" && !l.cfg.hostLocal {
+	if judgedHost(r) == "" && !l.cfg.hostLocal {
 		reason = ReasonOwnerUnprovenanced
 	}
 	return verdict{j, reason}
 }
 
+// judgedHost is the host id a record is judged by: owner_host_id, or the
+// pidns_host_id of a holder in another pid namespace (locker.lockOwner)
+// when the record also carries that namespace (pid_ns), so that the pid
+// rules never read its pid in our namespace (liveness: a record from
+// another pid namespace is unknown, alive). Without pid_ns a pidns_host_id
+// names no host: the pid it comes with means nothing here.
+func judgedHost(r *Record) string {
+	if r.HostID != "" || r.PidNS == 0 {
+		return r.HostID
+	}
+	return r.PidNSHostID
+}
+
 // kernelVerdict applies the OFD rule when it may: a record with our
-// evidence fields, from this host (current or legacy id) and this boot
+// evidence fields, from this host (current or legacy id, in owner_host_id
+// or, for a holder in another pid namespace, pidns_host_id) and this boot
 // (the same kernel, whose lock table is the one asked), on a platform and
-// filesystem that answer F_OFD_GETLK.
+// filesystem that answer F_OFD_GETLK. The pid namespace does not matter
+// here: every namespace of one kernel shares its lock table, and the
+// question is about the very inode the bytes were read from.
+//
+// Accepting pidns_host_id steals from no one: only exactfs writes it, and
+// only with the OFD lock held from before the bytes; a record from another
+// host cannot carry our boot id (a random 128-bit value per boot) unless
+// forged, and a forged record is no one's live lock; the kernel's "no
+// lock" is the same proof whichever key named the host.
 func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	if !ofdSupported || f == nil || !r.Kernel() || r.BootID == "" || r.BootID != l.self.BootID {
 		return verdict{}, false
 	}
-	if r.HostID == "" || !l.host.IsLocal(r.HostID) {
+	if h := r.Host(); h == "" || !l.host.IsLocal(h) {
 		return verdict{}, false
 	}
 	// The holder's range [0, queueBase) is the attestation's.
@@ -91,17 +115,17 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 // process; and the abandoned-write rule below. Anything else is kept: it
 // proves nothing about its writer, who may still be writing it.
 //
-// The abandoned-write rule (beyond the reference, like the power-loss
-// rule): an empty or torn record at least a second old that no process on
-// this host has open for writing (the kernel's read-lease probe through f,
-// the descriptor its bytes were read from) has a dead writer. Every writer
-// of a record holds a writable descriptor on it for as long as it is
-// incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
+// The abandoned-write rule (SPEC §4.4, decided 2026-12-03): an empty or
+// torn record with one link that no process on this host has open for
+// writing (the kernel's read-lease probe through f, the descriptor its
+// bytes were read from, which answers only for our own files on local
+// filesystems) has a dead writer, once it is old enough (abandonedAge).
+// Every writer of a record holds a writable descriptor on it for as long as
+// it is incomplete: the reference creates (O_EXCL) or opens (O_RDWR) it,
 // truncates, writes and fsyncs through one handle and closes it only then;
-// exactfs publishes records whole and rewrites them through the descriptor
-// that holds its OFD lock.
-// So the record a TypeScript peer killed between its truncate and its write
-// leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
+// exactfs writes its records through the descriptor that holds its OFD
+// lock. So the record a TypeScript peer killed between its truncate and its
+// write leaves (in F.lock or in a claim's sidecar) is reclaimed instead of
 // stranding the lock until someone runs exactfs recover. Readers do not
 // count; a writer that opens it meanwhile changes nothing the removal is
 // bound to (it removes exactly the judged bytes and inode).
@@ -109,10 +133,12 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	if before, ok := writtenBeforeBoot(s.id.MtimeNs); ok && before {
 		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "malformed record written before the current boot"}, ""}
 	}
-	if _, ok := historicalUnreleased(s.data); !ok && f != nil && age(s.id) >= claimMinAge && s.id.Nlink == 1 {
-		if why, err := idle.NoWriter(f); err == nil && why == "" {
-			return verdict{liveness.Judgement{Verdict: liveness.Dead,
-				Reason: fmt.Sprintf("a record of %d bytes that does not parse, open for writing by no process: its writer died while writing it", len(s.data))}, ""}
+	if _, ok := historicalUnreleased(s.data); !ok && f != nil && s.id.Nlink == 1 {
+		if min, how := abandonedAge(f, s.id); age(s.id) >= min {
+			if why, err := idle.NoWriter(f); err == nil && why == "" {
+				return verdict{liveness.Judgement{Verdict: liveness.Dead,
+					Reason: fmt.Sprintf("a record of %d bytes that does not parse, %s, open for writing by no process: its writer died while writing it", len(s.data), how)}, ""}
+			}
 		}
 	}
 	if r, ok := historicalUnreleased(s.data); ok {
@@ -131,6 +157,45 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	return verdict{liveness.Judgement{Verdict: liveness.Unknown, Reason: "malformed record: " + s.perr.Error()}, ReasonOwnerUnprovenanced}
 }
 
+// Ages of the abandoned-write rule (judgeMalformed).
+const (
+	// abandonedRewriteAge: a record written after it was born (an in-place
+	// rewrite, or a create whose write began) whose writer holds it open
+	// no more is abandoned after a second.
+	abandonedRewriteAge = time.Second
+	// abandonedCreateAge: a record created and never written may belong to
+	// a creator still inside its open(O_CREAT): the name is visible before
+	// the descriptor counts as a writer for the lease probe. The
+	// reference's stale window covers that.
+	abandonedCreateAge = staleAge
+)
+
+// abandonedAge is how old a malformed record must be before the
+// abandoned-write rule may reclaim it, and why: abandonedRewriteAge when
+// its birth time (statx STATX_BTIME, read through f, the descriptor its
+// bytes came from) is before its mtime, that is it was written after it was
+// born; abandonedCreateAge when the two are equal (created, never written:
+// a create and its write within one timestamp tick count as that too, the
+// safe way), when its mtime is earlier than its birth (set back by hand), or
+// when the filesystem gives no birth time.
+func abandonedAge(f *os.File, id exactfs.Identity) (time.Duration, string) {
+	var (
+		btime int64
+		ok    bool
+	)
+	if sys.Control(f, func(fd int) error {
+		var err error
+		btime, ok, err = sys.BirthTime(fd)
+		return err
+	}) != nil || !ok {
+		return abandonedCreateAge, "with no birth time to tell a rewrite from a create, at least 30s old"
+	}
+	if btime < id.MtimeNs {
+		return abandonedRewriteAge, "written after it was created, at least 1s ago"
+	}
+	return abandonedCreateAge, "created and never written, at least 30s ago"
+}
+
 // describe says who holds a record, for people: "pid 4242 on this host
 // (alive: process exists; start time matches) since 12s".
 func (l *locker) describe(s *snapshot, v verdict) string {
@@ -145,6 +210,12 @@ func (l *locker) describeWho(s *snapshot, v verdict) string {
 	r := s.rec
 	where := "on an unnamed host"
 	switch {
+	case r.HostID == "" && r.PidNSHostID != "" && l.host.IsLocal(r.PidNSHostID) && r.PidNS != 0 && r.PidNS == l.self.PidNS:
+		where = "on this host, in our pid namespace (not the host's initial one)"
+	case r.HostID == "" && r.PidNSHostID != "" && l.host.IsLocal(r.PidNSHostID):
+		where = "in another pid namespace on this host"
+	case r.HostID == "" && r.PidNSHostID != "":
+		where = "in another pid namespace on an unnamed host"
 	case r.HostID == "":
 	case r.HostID == l.host.ID:
 		where = "on this host"

@@ -143,7 +143,7 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 	)
 	busy, err := l.withClaim(func() error {
 		var err error
-		h, c, err = l.takeRecord(l.lockName, l.newOwner(), false)
+		h, c, err = l.takeRecord(l.lockName, l.lockOwner(), false)
 		return err
 	})
 	if busy != nil {

@@ -171,6 +171,25 @@ func (l *locker) newOwner() *Record {
 	return r
 }
 
+// lockOwner is newOwner for F.lock itself. A holder outside the host's
+// initial pid namespace records its pid as its own namespace numbers it,
+// which names another process, or none, in a reader's namespace outside;
+// the TypeScript reference looks it up there and would call a live holder
+// dead (a reused pid) and reclaim. So such a holder moves its host id from
+// owner_host_id to pidns_host_id: the reference reads a record without
+// owner_host_id as alive whatever its pid (fail closed), and exactfs readers
+// judge it by its kernel lock as before. Only F.lock: the reference never
+// judges a claim's sidecar (it never breaks a claim directory, and it fails
+// on any sidecar that is not a tombstone), and our stale-claim rule needs
+// the host id there. Tombstones keep owner_host_id.
+func (l *locker) lockOwner() *Record {
+	r := l.newOwner()
+	if !l.self.InitialPidNS() {
+		r.PidNSHostID, r.HostID = r.HostID, ""
+	}
+	return r
+}
+
 func (l *locker) tombstone() *Record { return tombstone(exactfs.NewUUID(), l.host.ID) }
 
 // path joins a name in the lock directory for messages.

@@ -32,7 +32,23 @@ type Record struct {
 	PidfdIno        uint64
 	PidNS           uint64
 	BootID          string
-	Released        bool
+	// PidNSHostID (pidns_host_id) is the host id of a holder in a pid
+	// namespace other than the host's initial one, which writes it instead
+	// of owner_host_id: a reader that judges by the pid alone (the
+	// TypeScript reference) then finds no host id and keeps the record
+	// (fail closed), while exactfs readers still know the host and judge
+	// the holder by its kernel lock (judge.go, kernelVerdict).
+	PidNSHostID string
+	Released    bool
+}
+
+// Host is the host id the record names for exactfs readers: owner_host_id,
+// or else pidns_host_id.
+func (r *Record) Host() string {
+	if r.HostID != "" {
+		return r.HostID
+	}
+	return r.PidNSHostID
 }
 
 // Kernel reports whether the record was written by an exactfs holder, which
@@ -74,6 +90,10 @@ func (r *Record) Encode() []byte {
 	if r.BootID != "" {
 		b = append(b, `,"boot_id":`...)
 		b = appendJSString(b, r.BootID)
+	}
+	if r.PidNSHostID != "" {
+		b = append(b, `,"pidns_host_id":`...)
+		b = appendJSString(b, r.PidNSHostID)
 	}
 	if r.Released {
 		b = append(b, `,"released":true`...)
@@ -191,6 +211,7 @@ func parseRecordJSON(data []byte) (*Record, error) {
 	r.PidfdIno, _ = jsonUint(m["pidfd_ino"])
 	r.PidNS, _ = jsonUint(m["pid_ns"])
 	jsonString(m["boot_id"], &r.BootID)
+	jsonString(m["pidns_host_id"], &r.PidNSHostID)
 	return r, nil
 }
 

@@ -426,7 +426,10 @@ func TestCrashedTransitionClaim(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, 0, nil, false)
 			os.WriteFile(e.sidecar, b, 0o600)
-			old := time.Now().Add(-5 * time.Second)
+			// A minute, not 5 s: its mtime is set back before its birth,
+			// so it is not provably written after it was created, and SPEC
+			// §4.4 keeps such a record for 30 s (TestAbandonedWriteAges).
+			old := time.Now().Add(-time.Minute)
 			os.Chtimes(e.sidecar, old, old)
 			h, err := TryLock(e.state, e.opts()...)
 			if err != nil {
@@ -554,9 +557,15 @@ func TestPowerLossRule(t *testing.T) {
 		// Beyond the power-loss rule: no process has it open for writing,
 		// so its writer died while writing it (judgeMalformed).
 		"torn, a minute old, abandoned": {[]byte(`{"pid":12,"sta`), time.Minute, true},
-		"empty, 5s old, abandoned":      {nil, 5 * time.Second, true},
-		"released:false, 1 min old":     {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), time.Minute, true},
-		"released:false, young":         {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), 0, false},
+		// SPEC §4.4 (decided 2026-12-03): a record not provably written
+		// after its birth (here its mtime is set back before it) may be
+		// one whose creator is still inside open(O_CREAT), and is kept for
+		// 30 s; one written after its birth is reclaimed after 1 s
+		// (TestAbandonedWriteAges).
+		"empty, 5s old, not written after birth": {nil, 5 * time.Second, false},
+		"empty, a minute old, abandoned":         {nil, time.Minute, true},
+		"released:false, 1 min old":              {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), time.Minute, true},
+		"released:false, young":                  {[]byte(`{"pid":4242,"start_time":"1","token":"t","owner_host_id":"HOST","released":false}`), 0, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
