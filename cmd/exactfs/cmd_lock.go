@@ -87,10 +87,10 @@ func runLock(e *env, opts any, args []string) error {
 	}
 
 	c := &child{argv: argv, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, env: lockEnv(held)}
-	cmd, err := relay.startChild(e, c)
+	run, err := relay.startChild(e, c)
 	status := 0
 	if err == nil {
-		status = childStatus(cmd, cmd.Wait())
+		status = run.wait()
 	}
 	if uerr := held.Unlock(); uerr != nil {
 		fmt.Fprintf(e.stderr, "exactfs lock: releasing %s failed: %v\n", held.LockPath(), uerr)

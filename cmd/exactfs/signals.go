@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -66,18 +65,18 @@ func (r *signalRelay) received() int { return int(r.got.Load()) }
 // startChild starts the command unless a signal already arrived, and from
 // then on forwards signals to it. There is no instant at which a signal can
 // fall between the check and the forwarding.
-func (r *signalRelay) startChild(e *env, c *child) (*exec.Cmd, error) {
+func (r *signalRelay) startChild(e *env, c *child) (*running, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n := r.received(); n != 0 {
 		return nil, exitStatus(128 + n)
 	}
-	cmd, err := c.start(e)
+	run, err := c.start(e)
 	if err != nil {
 		return nil, err
 	}
-	r.proc = cmd.Process
-	return cmd, nil
+	r.proc = run.cmd.Process
+	return run, nil
 }
 
 func (r *signalRelay) stop() {
