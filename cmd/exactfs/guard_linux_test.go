@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,9 +25,14 @@ func init() {
 	switch os.Getenv(guardWorkerEnv) {
 	case "rmw":
 		os.Exit(rmwWorker(os.Args[1:]))
-	case "sleep":
+	case "sleep", "sleep-ignoring-term":
 		// sleep MARKER: sleeps until killed; MARKER (the test's directory)
-		// in its argv lets the test find it in /proc.
+		// in its argv lets the test find it in /proc. (A Go program
+		// catches SIGTERM even when started with it ignored, hence the
+		// second mode.)
+		if os.Getenv(guardWorkerEnv) == "sleep-ignoring-term" {
+			signal.Ignore(syscall.SIGTERM)
+		}
 		time.Sleep(time.Hour)
 		os.Exit(0)
 	}
@@ -138,7 +144,7 @@ func waitGone(t *testing.T, marker string, limit time.Duration) {
 }
 
 // waitEntered waits until the holdlog at path has an enter line.
-func waitEntered(t *testing.T, path string, waited <-chan struct{}, stderr *bytes.Buffer) {
+func waitEntered(t *testing.T, path string, waited <-chan struct{}, stderr string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -147,14 +153,35 @@ func waitEntered(t *testing.T, path string, waited <-chan struct{}, stderr *byte
 		}
 		select {
 		case <-waited:
-			t.Fatalf("the holder exited before its worker entered\n%s", stderr)
+			t.Fatalf("the holder exited before its worker entered\n%s", mustRead(t, stderr))
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the holder's worker never entered") // stderr is still being written
+			t.Fatalf("the holder's worker never entered\n%s", mustRead(t, stderr))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// startGuardedHolder starts the holder with its stderr in a file: a pipe
+// would keep Wait waiting for whatever of the tree survives, which hides the
+// survivor. The returned channel is closed once exactfs has exited.
+func startGuardedHolder(t *testing.T, holder *exec.Cmd, dir string) (waited chan struct{}, stderr string) {
+	t.Helper()
+	stderr = filepath.Join(dir, "holder.stderr")
+	f, err := os.Create(stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	holder.Dir, holder.Stderr = dir, f
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited = make(chan struct{})
+	go func() { holder.Wait(); close(waited) }()
+	t.Cleanup(func() { holder.Process.Kill(); <-waited })
+	return waited, stderr
 }
 
 // killedHolderCase is one way of putting a slow read-modify-write below CMD.
@@ -221,16 +248,8 @@ func rmwHolderKilled(t *testing.T, verb string, script func(worker string) strin
 	}
 
 	holder := exec.Command(exactfsBin, verb, "s", "--", "sh", "-c", first)
-	holder.Dir = dir
-	var stderr bytes.Buffer
-	holder.Stderr = &stderr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { holder.Wait(); close(waited) }()
-	t.Cleanup(func() { holder.Process.Kill(); <-waited })
-	waitEntered(t, log1, waited, &stderr)
+	waited, stderr := startGuardedHolder(t, holder, dir)
+	waitEntered(t, log1, waited, stderr)
 
 	holder.Process.Signal(syscall.SIGKILL)
 	<-waited
@@ -244,7 +263,7 @@ func rmwHolderKilled(t *testing.T, verb string, script func(worker string) strin
 		t.Fatal(err)
 	}
 	if len(rep.Overlaps) != 0 {
-		t.Fatalf("critical sections overlap: %v (%s)", rep.Overlaps, rep)
+		t.Fatalf("hold logs %s %s: %s: the first CMD's tree went on after the lock was taken over", log1, log2, rep)
 	}
 	got := strings.TrimSpace(mustRead(t, counter))
 	if want := strconv.Itoa(len(rep.Intervals)); got != want {
@@ -268,16 +287,8 @@ func TestLockGuardKilledTakesCMDTreeWithIt(t *testing.T) {
 	log1 := filepath.Join(dir, "hold1.log")
 	holder := exec.Command(exactfsBin, "lock", "s", "--", "sh", "-c",
 		"setsid -f "+workerCmd(t, "rmw", counter, log1, "3s")+"; "+workerCmd(t, "sleep", dir)+"; true")
-	holder.Dir = dir
-	var stderr bytes.Buffer
-	holder.Stderr = &stderr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { holder.Wait(); close(waited) }()
-	t.Cleanup(func() { holder.Process.Kill(); <-waited })
-	waitEntered(t, log1, waited, &stderr)
+	waited, stderr := startGuardedHolder(t, holder, dir)
+	waitEntered(t, log1, waited, stderr)
 
 	guard := 0
 	for _, line := range liveWith(guardArg) {
@@ -293,10 +304,10 @@ func TestLockGuardKilledTakesCMDTreeWithIt(t *testing.T) {
 	select {
 	case <-waited:
 	case <-time.After(15 * time.Second):
-		t.Fatalf("exactfs did not finish after its guard was killed\n%s", stderr.String())
+		t.Fatalf("exactfs did not finish after its guard was killed\n%s", mustRead(t, stderr))
 	}
 	if code := holder.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) {
-		t.Fatalf("exit %d after the guard was killed, want %d\n%s", code, 128+int(syscall.SIGKILL), stderr.String())
+		t.Fatalf("exit %d after the guard was killed, want %d\n%s", code, 128+int(syscall.SIGKILL), mustRead(t, stderr))
 	}
 	if left := liveWith(dir); len(left) != 0 {
 		t.Fatalf("running after exactfs released the lock:\n%s", strings.Join(left, "\n"))
@@ -320,7 +331,7 @@ func TestLockEndsCMDLeftoversBeforeRelease(t *testing.T) {
 		sleeper + " &",
 		"setsid " + sleeper + " &",
 		"setsid -f " + sleeper,
-		"(trap '' TERM; exec " + sleeper + ") &",
+		workerCmd(t, "sleep-ignoring-term", dir) + " &",
 		// SIGTERM comes first: a leftover's handler runs.
 		"(trap 'echo > " + shellQuote(termed) + "; exit 0' TERM; while :; do sleep 0.05; done) &",
 		"sleep 0.3", // every leftover has started
