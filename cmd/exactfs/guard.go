@@ -76,10 +76,42 @@ const lifelineFD = 3
 // SIGTERM and SIGKILL once CMD has exited.
 const leftoverGrace = time.Second
 
-// sweepEvery is how often a guard that is killing the tree looks again for
-// what is left of it (a process can fork between the guard's look and its
-// SIGKILL).
-const sweepEvery = 10 * time.Millisecond
+// A guard killing the tree looks again for what is left of it (a process can
+// fork between the guard's look and its SIGKILL) whenever one of its children
+// was reaped, and otherwise every sweepEvery, a pause that doubles up to
+// maxSweepPause: a process the guard may not kill (a setuid descendant) then
+// costs it almost nothing while it waits for it.
+const (
+	sweepEvery    = 10 * time.Millisecond
+	maxSweepPause = time.Second
+)
+
+// sweepUntil calls sweep at once, then after every receive on reaped and
+// every pause, until done is closed.
+func sweepUntil(done, reaped <-chan struct{}, sweep func()) {
+	pause := sweepEvery
+	for {
+		sweep()
+		t := time.NewTimer(pause)
+		select {
+		case <-done:
+			t.Stop()
+			return
+		case <-reaped:
+			t.Stop()
+		case <-t.C:
+			pause = min(2*pause, maxSweepPause)
+		}
+	}
+}
+
+// notify sends on a channel of capacity one without blocking.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 // start starts the command under its guard. A command that cannot be
 // started is reported by the guard with the shell's statuses, 127 not found
@@ -145,7 +177,7 @@ func runGuard(args []string) int {
 		}
 		return exitCannotExec
 	}
-	g := &guard{}
+	g := &guard{done: make(chan struct{}), reaped: make(chan struct{}, 1)}
 	attr, ownGroup := cmdAttr()
 	p, err := os.StartProcess(path, args, &os.ProcAttr{
 		Env:   os.Environ(),
@@ -171,9 +203,7 @@ func runGuard(args []string) int {
 		}
 	}()
 	status := g.reap()
-	g.mu.Lock()
-	g.finished = true
-	g.mu.Unlock()
+	close(g.done)
 	return status
 }
 
@@ -183,10 +213,12 @@ type guard struct {
 	pid      int
 	ownGroup bool // CMD leads its own process group (only without a subreaper)
 
-	mu       sync.Mutex
-	cmdDone  bool // CMD has been reaped: its pid is no longer ours to signal
-	killing  bool // the tree is being SIGKILLed
-	finished bool // nothing is left; the guard is exiting
+	done   chan struct{} // closed when nothing is left and the guard exits
+	reaped chan struct{} // a child of the guard was reaped
+
+	mu      sync.Mutex
+	cmdDone bool // CMD has been reaped: its pid is no longer ours to signal
+	killing bool // the tree is being SIGKILLed
 }
 
 // reap waits for every child of the guard, records CMD's status, starts the
@@ -202,6 +234,7 @@ func (g *guard) reap() int {
 		if err != nil { // ECHILD: no child left
 			break
 		}
+		notify(g.reaped)
 		if pid != g.pid {
 			continue // an orphan reparented to us (subreaper) has exited
 		}
@@ -219,8 +252,8 @@ func (g *guard) reap() int {
 	// With a subreaper, no child means no descendant. Without one, the
 	// orphans of CMD's process group went to init: wait until the group is
 	// empty (its end was started when CMD was reaped).
-	for g.ownGroup && groupAlive(g.pid) {
-		time.Sleep(sweepEvery)
+	for pause := sweepEvery; g.ownGroup && groupAlive(g.pid); pause = min(2*pause, maxSweepPause) {
+		time.Sleep(pause)
 	}
 	return status
 }
@@ -229,17 +262,21 @@ func (g *guard) reap() int {
 // leftoverGrace if anything is still there.
 func (g *guard) endLeftovers() {
 	g.signalTree(syscall.SIGTERM)
-	deadline := time.Now().Add(leftoverGrace)
-	for time.Now().Before(deadline) {
-		g.mu.Lock()
-		done := g.finished
-		g.mu.Unlock()
-		if done || !g.treeLeft() {
+	deadline := time.NewTimer(leftoverGrace)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-g.done:
 			return
+		case <-deadline.C:
+			g.kill()
+			return
+		case <-time.After(sweepEvery):
+			if !g.treeLeft() {
+				return
+			}
 		}
-		time.Sleep(sweepEvery)
 	}
-	g.kill()
 }
 
 // kill SIGKILLs the whole tree, again and again until the guard exits: a
@@ -247,21 +284,11 @@ func (g *guard) endLeftovers() {
 // is found (reparented to the subreaper) by the next look.
 func (g *guard) kill() {
 	g.mu.Lock()
-	if g.killing || g.finished {
-		g.mu.Unlock()
-		return
-	}
+	already := g.killing
 	g.killing = true
 	g.mu.Unlock()
-	for {
-		g.signalTree(syscall.SIGKILL)
-		time.Sleep(sweepEvery)
-		g.mu.Lock()
-		done := g.finished
-		g.mu.Unlock()
-		if done {
-			return
-		}
+	if !already {
+		sweepUntil(g.done, g.reaped, func() { g.signalTree(syscall.SIGKILL) })
 	}
 }
 
@@ -319,21 +346,13 @@ func killOrphans() {
 		return // no child, so (a subreaper) no descendant: the common case
 	}
 	self := os.Getpid()
-	done := make(chan struct{})
-	go func() {
-		for {
-			for _, pid := range descendants(self) {
-				unix.Kill(pid, unix.SIGKILL)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(sweepEvery):
-			}
+	done, reaped := make(chan struct{}), make(chan struct{}, 1)
+	go sweepUntil(done, reaped, func() {
+		for _, pid := range descendants(self) {
+			unix.Kill(pid, unix.SIGKILL)
 		}
-	}()
+	})
 	for {
-		var ws unix.WaitStatus
 		_, err := unix.Wait4(-1, &ws, 0, nil)
 		if err == unix.EINTR {
 			continue
@@ -341,6 +360,7 @@ func killOrphans() {
 		if err != nil {
 			break
 		}
+		notify(reaped)
 	}
 	close(done)
 }
