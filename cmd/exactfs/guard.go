@@ -64,9 +64,9 @@ import (
 )
 
 // guardArg is the hidden first argument that makes exactfs the guard of the
-// command that follows it: exactfs __guard -- CMD [ARG...]. It is no command
-// of the CLI: main recognises it before any flag parsing, and only when fd 3
-// is the lifeline.
+// command that follows it: exactfs __exactfs-guard -- CMD [ARG...]. It is no
+// command of the CLI: main recognises it before any flag parsing, and the
+// guard refuses to run unless fd 3 is a pipe (the lifeline).
 const guardArg = "__exactfs-guard"
 
 // lifelineFD is where the guard finds the read end of the lifeline.
@@ -157,12 +157,14 @@ func runGuard(args []string) int {
 		fmt.Fprintln(os.Stderr, "exactfs: the guard was started without a command")
 		return exitUsage
 	}
-	unix.CloseOnExec(lifelineFD) // CMD must not hold a copy of it
-	life := os.NewFile(lifelineFD, "lifeline")
-	if life == nil {
-		fmt.Fprintln(os.Stderr, "exactfs: the guard was started without its lifeline")
+	var st unix.Stat_t
+	if err := unix.Fstat(lifelineFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		fmt.Fprintf(os.Stderr, "exactfs: %s is how exactfs lock and update start CMD, not a command: it needs\n"+
+			"the pipe exactfs gives it as fd %d. Run 'exactfs lock STATEFILE -- CMD' instead.\n", guardArg, lifelineFD)
 		return exitUsage
 	}
+	unix.CloseOnExec(lifelineFD) // CMD must not hold a copy of it
+	life := os.NewFile(lifelineFD, "lifeline")
 	becomeSubreaper()
 	sigs := make(chan os.Signal, 8)
 	// SIGQUIT too: a ^\ reaches the guard with the whole foreground group;
@@ -194,7 +196,9 @@ func runGuard(args []string) int {
 	g.cmd, g.pid, g.ownGroup = p, p.Pid, ownGroup
 
 	go func() {
-		io.Copy(io.Discard, life) // returns at EOF: exactfs is gone
+		// Returns at EOF: exactfs is gone. (A read error, which a pipe
+		// should never give, is taken the same way: the safe side.)
+		io.Copy(io.Discard, life)
 		g.kill()
 	}()
 	go func() {

@@ -373,3 +373,23 @@ func TestLockGuardKeepsStatusesAndStreams(t *testing.T) {
 		t.Fatalf("stdout %q stderr %q, want %q and %q", r.stdout, r.stderr, want, "err\n")
 	}
 }
+
+// TestGuardArgumentIsNotACommand: the hidden argument run by hand (fd 3 not
+// a pipe from exactfs) is refused with a usage error, and CMD is not run.
+func TestGuardArgumentIsNotACommand(t *testing.T) {
+	dir := t.TempDir()
+	notPipe, err := os.Create(filepath.Join(dir, "fd3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notPipe.Close()
+	cmd := exec.Command(exactfsBin, guardArg, "--", "touch", filepath.Join(dir, "ran"))
+	cmd.ExtraFiles = []*os.File{notPipe}
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(string(out), "not a command") {
+		t.Fatalf("exit %d (%v), output %q; want %d and an explanation", code, err, out, exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Fatal("CMD ran")
+	}
+}
