@@ -327,9 +327,7 @@ func (g *guard) signalTree(sig syscall.Signal) {
 	if cmdAlive {
 		g.cmd.Signal(sig) // a pidfd where the platform has one: never a reused pid
 	}
-	for _, pid := range descendants(os.Getpid()) {
-		unix.Kill(pid, sig)
-	}
+	signalDescendants(os.Getpid(), sig)
 }
 
 // treeLeft reports whether any process of CMD's tree may still be running.
@@ -357,9 +355,7 @@ func killOrphans() {
 	self := os.Getpid()
 	done, reaped := make(chan struct{}), make(chan struct{}, 1)
 	go sweepUntil(done, reaped, func() {
-		for _, pid := range descendants(self) {
-			unix.Kill(pid, unix.SIGKILL)
-		}
+		signalDescendants(self, unix.SIGKILL)
 	})
 	for {
 		_, err := unix.Wait4(-1, &ws, 0, nil)

@@ -29,19 +29,54 @@ func cmdAttr() (attr *syscall.SysProcAttr, ownGroup bool) {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, false
 }
 
-// descendants lists every live process below root, found by each process's
-// parent in /proc/PID/stat. It reads all of /proc rather than
+// descendants lists every process below root (zombies too), found by its
+// parent, as each /proc/PID/stat gives it. It reads all of /proc rather than
 // /proc/PID/task/*/children, which only kernels built with
 // CONFIG_PROC_CHILDREN have. A process that exits during the walk is simply
 // not listed.
 func descendants(root int) []int {
+	out, _ := tree(root)
+	return out
+}
+
+// signalDescendants sends sig to every process below root. Each is signalled
+// through a pidfd opened after the walk and checked against it (its parent is
+// still root or a process of the tree), so a pid that was freed and reused
+// between the walk and the signal is never signalled; kill(2) is the fallback
+// where pidfds are missing (before Linux 5.3).
+func signalDescendants(root int, sig syscall.Signal) {
+	pids, _ := tree(root)
+	inTree := map[int]bool{root: true}
+	for _, pid := range pids {
+		inTree[pid] = true
+	}
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err == unix.ENOSYS {
+			unix.Kill(pid, sig)
+			continue
+		}
+		if err != nil {
+			continue // gone already
+		}
+		if ppid, ok := parentOf(pid); ok && inTree[ppid] {
+			unix.PidfdSendSignal(fd, sig, nil, 0)
+		}
+		unix.Close(fd)
+	}
+}
+
+// tree walks /proc: the processes below root, breadth first, and the parent
+// of each.
+func tree(root int) (pids []int, parent map[int]int) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	children := map[int][]int{}
+	parent = map[int]int{}
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
@@ -49,17 +84,17 @@ func descendants(root int) []int {
 		}
 		if ppid, ok := parentOf(pid); ok {
 			children[ppid] = append(children[ppid], pid)
+			parent[pid] = ppid
 		}
 	}
-	var out []int
 	queue := children[root]
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		out = append(out, pid)
+		pids = append(pids, pid)
 		queue = append(queue, children[pid]...)
 	}
-	return out
+	return pids, parent
 }
 
 // parentOf reads the parent pid from /proc/PID/stat: the fourth field,

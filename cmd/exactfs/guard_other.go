@@ -32,3 +32,5 @@ func cmdAttr() (attr *syscall.SysProcAttr, ownGroup bool) {
 // descendants is empty: without a subreaper the guard reaches CMD's tree
 // only through its process group.
 func descendants(int) []int { return nil }
+
+func signalDescendants(int, syscall.Signal) {}
