@@ -325,7 +325,7 @@ func TestLockGuardKilledTakesCMDTreeWithIt(t *testing.T) {
 // they ran on, unlocked.
 func TestLockEndsCMDLeftoversBeforeRelease(t *testing.T) {
 	dir := t.TempDir()
-	termed := filepath.Join(dir, "termed")
+	termed, trapped := filepath.Join(dir, "termed"), filepath.Join(dir, "trapped")
 	sleeper := workerCmd(t, "sleep", dir)
 	script := strings.Join([]string{
 		sleeper + " &",
@@ -333,12 +333,13 @@ func TestLockEndsCMDLeftoversBeforeRelease(t *testing.T) {
 		"setsid -f " + sleeper,
 		workerCmd(t, "sleep-ignoring-term", dir) + " &",
 		// SIGTERM comes first: a leftover's handler runs.
-		"(trap 'echo > " + shellQuote(termed) + "; exit 0' TERM; while :; do sleep 0.05; done) &",
-		"sleep 0.3", // every leftover has started
+		"(trap 'echo > " + shellQuote(termed) + "; exit 0' TERM; touch " + shellQuote(trapped) + "; while :; do sleep 0.05; done) &",
+		"while [ ! -e " + shellQuote(trapped) + " ]; do sleep 0.01; done", // its trap is set
 		"exit 3",
 	}, "\n")
 	for _, verb := range []string{"lock", "update"} {
 		os.Remove(termed)
+		os.Remove(trapped)
 		r := runIn(t, dir, 20*time.Second, "", verb, "s", "--", "sh", "-c", script)
 		expectCode(t, r, 3, verb+" with leftovers")
 		if left := liveWith(dir); len(left) != 0 {
