@@ -29,9 +29,12 @@ package main
 //     guard: ^C, ^Z and a CMD that reads the terminal work as they always
 //     did. The subreaper's walk reaches everything a process group would, and
 //     the processes that leave it too.
-//   - The guard relays SIGINT, SIGTERM and SIGHUP to CMD and exits with CMD's
-//     status (128+n for a CMD killed by signal n), so exactfs reports exactly
-//     what it reported when CMD was its own child.
+//   - exactfs forwards SIGINT, SIGTERM and SIGHUP to CMD through the guard
+//     (a byte on the lifeline each: a copy the guard gets itself, from the
+//     terminal or a kill of the process group, reached CMD directly and is
+//     not sent again), and the guard exits with CMD's status (128+n for a
+//     CMD killed by signal n), so exactfs reports exactly what it reported
+//     when CMD was its own child.
 //   - When CMD exits, the processes it left running in the background would
 //     otherwise go on unlocked once exactfs releases. They get SIGTERM, then
 //     SIGKILL after leftoverGrace, and the guard exits (so exactfs releases)
@@ -57,7 +60,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -145,7 +147,13 @@ func (c *child) start(e *env) (*running, error) {
 		fmt.Fprintf(e.stderr, "exactfs: cannot run %s: cannot start its guard %s: %v\n", c.argv[0], self, err)
 		return nil, exitStatus(exitCannotExec)
 	}
-	return &running{cmd: cmd, after: func() {
+	signal := func(s os.Signal) {
+		// Told through the lifeline, not sent to the guard: a signal sent
+		// to the whole process group reaches the guard too, and the
+		// guard must not forward that copy as well (runGuard).
+		lifeW.Write([]byte{byte(signalNumber(s))})
+	}
+	return &running{cmd: cmd, signal: signal, after: func() {
 		// Only now may the guard see EOF: it has exited already.
 		lifeW.Close()
 		killOrphans()
@@ -201,14 +209,27 @@ func runGuard(args []string) int {
 	g.cmd, g.pid, g.ownGroup = p, p.Pid, ownGroup
 
 	go func() {
-		// Returns at EOF: exactfs is gone. (A read error, which a pipe
-		// should never give, is taken the same way: the safe side.)
-		io.Copy(io.Discard, life)
+		// Each byte is a signal exactfs received and forwards to CMD. EOF
+		// means exactfs is gone. (A read error, which a pipe should never
+		// give, is taken the same way: the safe side.)
+		buf := make([]byte, 16)
+		for {
+			n, err := life.Read(buf)
+			for _, b := range buf[:n] {
+				g.forward(syscall.Signal(b))
+			}
+			if err != nil {
+				break
+			}
+		}
 		g.kill()
 	}()
 	go func() {
-		for s := range sigs {
-			g.relay(s)
+		for range sigs {
+			// Sent to the guard itself: the terminal's ^C or ^\, a
+			// hangup, or a kill of the whole process group, all of which
+			// reached CMD directly as well. exactfs's forwards come
+			// through the lifeline. The guard only must not die of them.
 		}
 	}()
 	status := g.reap()
@@ -301,14 +322,9 @@ func (g *guard) kill() {
 	}
 }
 
-// relay forwards a signal exactfs (or anyone) sent the guard to CMD, as
-// exactfs forwarded it when CMD was its own child. A keyboard signal already
-// reached CMD from the terminal and is not sent twice; SIGQUIT is never
-// forwarded (exactfs never did).
-func (g *guard) relay(s os.Signal) {
-	if s == syscall.SIGQUIT || deliveredByTerminal(s) {
-		return
-	}
+// forward sends CMD a signal exactfs forwards to it, as exactfs sent it when
+// CMD was its own child.
+func (g *guard) forward(s syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.cmdDone {

@@ -33,5 +33,5 @@ func (c *child) start(e *env) (*running, error) {
 		fmt.Fprintf(e.stderr, "exactfs: cannot run %s: %v\n", c.argv[0], err)
 		return nil, exitStatus(status)
 	}
-	return &running{cmd: cmd}, nil
+	return &running{cmd: cmd, signal: func(s os.Signal) { forward(cmd.Process, s) }}, nil
 }

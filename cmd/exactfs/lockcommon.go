@@ -227,8 +227,9 @@ type child struct {
 // running is a started command: on unix its guard (guard.go), which
 // exits with the command's status once nothing of its tree is left.
 type running struct {
-	cmd   *exec.Cmd
-	after func() // run once the process has been waited for
+	cmd    *exec.Cmd
+	signal func(os.Signal) // forwards a signal exactfs received to the command
+	after  func()          // run once the process has been waited for
 }
 
 // wait waits for the command and returns its status, with the shell's 128+n

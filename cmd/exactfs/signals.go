@@ -20,8 +20,8 @@ type signalRelay struct {
 	cancel context.CancelFunc
 	got    atomic.Int32 // the first signal received, as a number; 0 for none
 
-	mu   sync.Mutex
-	proc *os.Process
+	mu  sync.Mutex
+	run *running
 }
 
 func newSignalRelay(cancel context.CancelFunc) *signalRelay {
@@ -46,7 +46,7 @@ func (r *signalRelay) handle(s os.Signal) {
 	r.got.CompareAndSwap(0, int32(signalNumber(s)))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proc == nil {
+	if r.run == nil {
 		r.cancel()
 		return
 	}
@@ -56,7 +56,7 @@ func (r *signalRelay) handle(s os.Signal) {
 		// the graceful shutdown the first one started.
 		return
 	}
-	forward(r.proc, s)
+	r.run.signal(s)
 }
 
 // received returns the number of the first signal received, or 0.
@@ -75,7 +75,7 @@ func (r *signalRelay) startChild(e *env, c *child) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.proc = run.cmd.Process
+	r.run = run
 	return run, nil
 }
 

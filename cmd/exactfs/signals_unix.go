@@ -18,8 +18,6 @@ func signalNumber(s os.Signal) int {
 	return int(syscall.SIGINT)
 }
 
-func forward(p *os.Process, s os.Signal) { p.Signal(s) }
-
 // deliveredByTerminal reports whether s is a keyboard signal (^C, ^\) that
 // the terminal sent to our whole foreground process group, command included.
 func deliveredByTerminal(s os.Signal) bool {
