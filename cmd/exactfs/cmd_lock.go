@@ -18,9 +18,12 @@ lock, and exit with CMD's status.
 
 The lock is released however CMD ends. SIGINT, SIGTERM and SIGHUP sent to
 exactfs are forwarded to CMD (a ^C from the terminal reaches CMD directly and is
-not sent twice), and exactfs releases the lock once CMD has exited. If exactfs
-itself is killed with SIGKILL, the kernel kills CMD too (Linux), and the next
-caller reclaims the dead holder's lock at once.
+not sent twice), and exactfs releases the lock once CMD has exited. Processes
+CMD leaves running get SIGTERM, then SIGKILL a second later, and the lock is
+released once they are gone. CMD runs under a guard (exactfs re-executed) that
+outlives exactfs: if exactfs is killed with SIGKILL, the guard kills CMD and
+every process below it (on Linux whatever session it moved to; elsewhere CMD's
+process group), and the next caller reclaims the dead holder's lock at once.
 
 A holder that is provably dead (its process is gone, its pid was reused) is
 reclaimed without waiting. A live holder, or one whose death cannot be proved
@@ -87,10 +90,10 @@ func runLock(e *env, opts any, args []string) error {
 	}
 
 	c := &child{argv: argv, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, env: lockEnv(held)}
-	cmd, err := relay.startChild(e, c)
+	run, err := relay.startChild(e, c)
 	status := 0
 	if err == nil {
-		status = childStatus(cmd, cmd.Wait())
+		status = run.wait()
 	}
 	if uerr := held.Unlock(); uerr != nil {
 		fmt.Fprintf(e.stderr, "exactfs lock: releasing %s failed: %v\n", held.LockPath(), uerr)

@@ -89,11 +89,11 @@ func runUpdate(e *env, opts any, args []string) error {
 		ran = true
 		var out bytes.Buffer
 		c := &child{argv: argv, stdin: bytes.NewReader(old), stdout: &out, stderr: e.stderr}
-		cmd, err := relay.startChild(e, c)
+		run, err := relay.startChild(e, c)
 		if err != nil {
 			return nil, err
 		}
-		if status := childStatus(cmd, cmd.Wait()); status != 0 {
+		if status := run.wait(); status != 0 {
 			return nil, cmdFailed{status}
 		}
 		if out.Len() == 0 && !f.allowEmpty {

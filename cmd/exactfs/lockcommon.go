@@ -224,22 +224,22 @@ type child struct {
 	env    []string
 }
 
-// start starts the command. A command that cannot be started is reported
-// with the shell's statuses: 127 not found, 126 not executable.
-func (c *child) start(e *env) (*exec.Cmd, error) {
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
-	cmd.Env = append(os.Environ(), c.env...)
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		status := exitCannotExec
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			status = exitNotFound
-		}
-		fmt.Fprintf(e.stderr, "exactfs: cannot run %s: %v\n", c.argv[0], err)
-		return nil, exitStatus(status)
+// running is a started command: on unix its guard (guard.go), which
+// exits with the command's status once nothing of its tree is left.
+type running struct {
+	cmd    *exec.Cmd
+	signal func(os.Signal) // forwards a signal exactfs received to the command
+	after  func()          // run once the process has been waited for
+}
+
+// wait waits for the command and returns its status, with the shell's 128+n
+// for a command killed by signal n.
+func (r *running) wait() int {
+	err := r.cmd.Wait()
+	if r.after != nil {
+		r.after()
 	}
-	return cmd, nil
+	return childStatus(r.cmd, err)
 }
 
 // childStatus is the exit status of a finished command, with the shell's

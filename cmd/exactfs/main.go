@@ -50,6 +50,10 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardArg {
+		// exactfs re-executed as the guard of a lock's CMD (guard.go).
+		os.Exit(runGuard(os.Args[2:]))
+	}
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrTTY: isTerminal(os.Stderr)}
 	os.Exit(run(e, os.Args[1:]))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -21,8 +20,8 @@ type signalRelay struct {
 	cancel context.CancelFunc
 	got    atomic.Int32 // the first signal received, as a number; 0 for none
 
-	mu   sync.Mutex
-	proc *os.Process
+	mu  sync.Mutex
+	run *running
 }
 
 func newSignalRelay(cancel context.CancelFunc) *signalRelay {
@@ -47,7 +46,7 @@ func (r *signalRelay) handle(s os.Signal) {
 	r.got.CompareAndSwap(0, int32(signalNumber(s)))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proc == nil {
+	if r.run == nil {
 		r.cancel()
 		return
 	}
@@ -57,7 +56,7 @@ func (r *signalRelay) handle(s os.Signal) {
 		// the graceful shutdown the first one started.
 		return
 	}
-	forward(r.proc, s)
+	r.run.signal(s)
 }
 
 // received returns the number of the first signal received, or 0.
@@ -66,18 +65,18 @@ func (r *signalRelay) received() int { return int(r.got.Load()) }
 // startChild starts the command unless a signal already arrived, and from
 // then on forwards signals to it. There is no instant at which a signal can
 // fall between the check and the forwarding.
-func (r *signalRelay) startChild(e *env, c *child) (*exec.Cmd, error) {
+func (r *signalRelay) startChild(e *env, c *child) (*running, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n := r.received(); n != 0 {
 		return nil, exitStatus(128 + n)
 	}
-	cmd, err := c.start(e)
+	run, err := c.start(e)
 	if err != nil {
 		return nil, err
 	}
-	r.proc = cmd.Process
-	return cmd, nil
+	r.run = run
+	return run, nil
 }
 
 func (r *signalRelay) stop() {

@@ -18,14 +18,15 @@ func signalNumber(s os.Signal) int {
 	return int(syscall.SIGINT)
 }
 
-func forward(p *os.Process, s os.Signal) { p.Signal(s) }
-
 // deliveredByTerminal reports whether s is a keyboard signal (^C, ^\) that
 // the terminal sent to our whole foreground process group, command included.
 func deliveredByTerminal(s os.Signal) bool {
-	if s != syscall.SIGINT && s != syscall.SIGQUIT {
-		return false
-	}
+	return (s == syscall.SIGINT || s == syscall.SIGQUIT) && inForeground()
+}
+
+// inForeground reports whether this process's group is the foreground
+// process group of the terminal on stdin, stdout or stderr.
+func inForeground() bool {
 	for fd := 0; fd <= 2; fd++ {
 		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
 			return pgrp == unix.Getpgrp()
