@@ -253,9 +253,13 @@ for line in "${packages[@]}"; do
 	echo
 	echo "=== $pkg under Wine: $p passed, $((f - xfail)) failed, $s skipped$xnote, exit $rc, ${took}s"
 	# Each skip with the first line its test logged (the reason).
-	awk '/^=== RUN/ { msg = "" }
-		/^     *[^ -]/ && msg == "" { msg = $0; sub(/^ +/, "", msg) }
-		/^ *--- SKIP: / { line = $0; sub(/^ +/, "", line); print "    " line ": " msg }' "$log"
+	# (A subtest's message comes after its SKIP line, a test's before.)
+	awk 'function flush() { if (pending != "") print "    " pending ": " msg; pending = "" }
+		/^=== RUN/ { flush(); msg = "" }
+		/^ *--- SKIP: / { flush(); pending = $0; sub(/^ +/, "", pending); if (msg != "") flush(); next }
+		/^ *--- / { flush(); next }
+		/^ +[^ -]/ && msg == "" { msg = $0; sub(/^ +/, "", msg); if (pending != "") flush() }
+		END { flush() }' "$log"
 	if [ ${#problems[@]} -gt 0 ]; then
 		status=1
 		printf '    PROBLEM: %s\n' "${problems[@]}"

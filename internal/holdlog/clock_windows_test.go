@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
 )
 
 // stampChildEnv makes this test binary a stamp child (see TestMain).
@@ -43,6 +46,23 @@ func stampChild() int {
 	}
 	fmt.Println(b)
 	return 0
+}
+
+func init() { wineVersion = wineVersionWindows }
+
+// wineVersionWindows returns what ntdll's wine_get_version says, or "" on
+// real Windows, whose ntdll has no such export.
+func wineVersionWindows() string {
+	p := windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version")
+	if p.Find() != nil {
+		return ""
+	}
+	r, _, _ := p.Call()
+	// r points to a constant string in ntdll, not into Go's heap.
+	if v := windows.BytePtrToString(*(**byte)(unsafe.Pointer(&r))); v != "" {
+		return v
+	}
+	return "(unknown version)"
 }
 
 // TestNowOrdersAcrossProcesses: stamps taken by two processes in a known
