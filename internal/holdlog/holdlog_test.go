@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// wineVersion reports the Wine version when the test runs under Wine, ""
+// otherwise (set by a Windows test file; never Wine elsewhere).
+var wineVersion = func() string { return "" }
+
 func writeLog(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -111,6 +115,9 @@ func TestLogAndCheck(t *testing.T) {
 		}
 	})
 	t.Run("no lock", func(t *testing.T) {
+		if v := wineVersion(); v != "" {
+			t.Skipf("under Wine %s, whose appends through separate handles race (measured: 4 writers lose about 1-8%% of their lines), so unguarded writers' lines get lost; real Windows is expected to append whole lines (to be verified there)", v)
+		}
 		if err := run(t, false); err == nil || !strings.Contains(err.Error(), "overlap") {
 			t.Fatalf("unguarded writers: error %v, want overlaps", err)
 		}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// runAsCLIEnv makes this test binary run as the exactfs command (see
+// TestMain), so the CLI is tested as a process, with its exit status,
+// without a Go toolchain on the Windows side to build exactfs.exe.
+const runAsCLIEnv = "EXACTFS_TEST_RUN_AS_CLI"
+
+// TestMain: on Windows the package's other TestMain (which builds
+// exactfs with "go build") is not compiled; this one runs the command
+// itself when runAsCLIEnv is set, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsCLIEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// TestWindowsCLIFailsClosed: until the Windows port lands (issue 22),
+// exactfs update, lock, status and stat must exit with a failure status
+// and a message that says Windows is unsupported, without running the
+// command and without creating anything: no lock record, no config root,
+// no file CMD would have made.
+func TestWindowsCLIFailsClosed(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	appData := filepath.Join(dir, "appdata") // the default config root's parent, as %APPDATA% exists
+	for _, d := range []string{work, appData} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const content = `{"n":1}`
+	state := filepath.Join(work, "state.json")
+	if err := os.WriteFile(state, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// CMD would leave ran.txt in the working directory.
+	cmd := []string{"--", "cmd", "/c", "echo ran>ran.txt"}
+	before := treeOf(t, dir)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"update", append([]string{"update", "state.json"}, cmd...)},
+		{"update --config-root", append([]string{"update", "--config-root", filepath.Join(dir, "config"), "state.json"}, cmd...)},
+		{"lock", append([]string{"lock", "state.json"}, cmd...)},
+		{"status", []string{"status", "state.json"}},
+		{"stat", []string{"stat", "state.json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := exec.Command(exe, tc.args...)
+			c.Dir = work
+			c.Env = append(os.Environ(), runAsCLIEnv+"=1", "APPDATA="+appData, "XDG_CONFIG_HOME=")
+			var stdout, stderr bytes.Buffer
+			c.Stdout, c.Stderr = &stdout, &stderr
+			err := c.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("exactfs %s: %v, want a failure exit status (stdout %q, stderr %q)", strings.Join(tc.args, " "), err, stdout.String(), stderr.String())
+			}
+			code := exit.ExitCode()
+			t.Logf("exactfs %s: exit %d: %s", strings.Join(tc.args, " "), code, strings.TrimSpace(stderr.String()))
+			if code == exitOK || code == exitUsage {
+				t.Fatalf("exit %d, want a failure status that is not a usage error", code)
+			}
+			if !strings.Contains(stderr.String(), "unsupported on windows") {
+				t.Fatalf("stderr does not say that Windows is unsupported: %q", stderr.String())
+			}
+			if after := treeOf(t, dir); !slices.Equal(after, before) {
+				t.Fatalf("exactfs %s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
+			}
+			if b, err := os.ReadFile(state); err != nil || string(b) != content {
+				t.Fatalf("exactfs %s changed the state file: %q, %v", tc.name, b, err)
+			}
+		})
+	}
+}
+
+// treeOf lists everything below dir (relative paths, directories with a
+// trailing backslash, files with mode and size), read with package os.
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if e.IsDir() {
+			out = append(out, rel+`\`)
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
