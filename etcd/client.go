@@ -29,8 +29,13 @@ const (
 	// releasing) including its retries across a leader change or a dead
 	// member.
 	DefaultOpTimeout = 10 * time.Second
-	// attemptTimeout bounds one request to one member; a request that has
-	// no answer by then is sent again (or, for a commit, resolved).
+	// attemptTimeout is the first attempt's share of a step's budget: a
+	// request with no answer by then is sent again, most likely to another
+	// member (or, for a commit, resolved). Each later attempt of the step
+	// gets twice the time of the one before, up to what is left of the
+	// step's budget, so that a path on which one request takes longer than
+	// this (a slow link, a leader in a slow fsync) still succeeds within
+	// the budget, while a dead member costs the first attempt only.
 	attemptTimeout = 1 * time.Second
 )
 
@@ -77,6 +82,14 @@ type Client struct {
 	mu    sync.Mutex
 	sess  *concurrency.Session
 	close bool
+	// stranded holds queue keys of ours whose removal failed (the
+	// cluster did not answer in time after a cancelled or failed lock
+	// call). They are bound to the shared session lease, which outlives
+	// the call, so the next lock call deletes them before queueing.
+	stranded map[string]struct{}
+	// slow is the longest recent successful request, in nanoseconds: the
+	// first attempt of a step gets at least three times that.
+	slow atomic.Int64
 }
 
 // NewClient prepares locks on the cluster cli talks to. The host identity
@@ -179,6 +192,59 @@ func (c *Client) forget(s *concurrency.Session) {
 	}
 }
 
+// remove deletes one of our queue keys whose fate is unknown (an attempt
+// to put it got no answer), whatever its revision: its name is unique to
+// one acquisition, so it can only be ours. If the cluster does not answer,
+// the next lock call tries again.
+func (c *Client) remove(key string) {
+	err := c.retry(context.Background(), "taking "+key+" out of its queue", func(ctx context.Context) error {
+		_, err := c.cli.Delete(ctx, key)
+		return err
+	})
+	if err != nil {
+		c.strand(key)
+	}
+}
+
+// strand records a queue key of ours that could not be deleted.
+func (c *Client) strand(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stranded == nil {
+		c.stranded = map[string]struct{}{}
+	}
+	c.stranded[key] = struct{}{}
+}
+
+// sweep deletes the queue keys earlier calls could not (strand), in one
+// transaction, before a lock call queues: bound to the shared lease, they
+// would otherwise hold their queues, this client's own calls included.
+func (c *Client) sweep(ctx context.Context) {
+	c.mu.Lock()
+	var ops []clientv3.Op
+	var keys []string
+	for k := range c.stranded {
+		ops = append(ops, clientv3.OpDelete(k))
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	if len(ops) == 0 {
+		return
+	}
+	err := c.retry(ctx, "deleting queue keys left by cancelled calls", func(ctx context.Context) error {
+		_, err := c.cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	for _, k := range keys {
+		delete(c.stranded, k)
+	}
+	c.mu.Unlock()
+}
+
 // Locker returns the lock of the state key key. The key must not be empty
 // and must not end in "/".
 func (c *Client) Locker(key string) *Lock {
@@ -196,32 +262,88 @@ var _ locker.Locker = (*Lock)(nil)
 // twice without harm go through it: reads, and transactions whose compares
 // make a second application a no-op.
 func (c *Client) retry(ctx context.Context, what string, op func(ctx context.Context) error) error {
+	return c.retryUntil(ctx, ctx, what, op)
+}
+
+// retryUntil is retry whose attempts run under ctx, but which sends no new
+// attempt once caller ends. An attempt already sent is let finish (it
+// is bounded by its share of the budget), so the caller learns whether it
+// applied: queueing uses this so that a caller cancelled while its queue
+// key is being put knows that key and can delete it.
+func (c *Client) retryUntil(ctx, caller context.Context, what string, op func(ctx context.Context) error) error {
+	stop := caller.Done()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	delay := 20 * time.Millisecond
+	per := c.firstAttempt()
 	var cause error // the last error that says more than "deadline exceeded"
 	for attempt := 1; ; attempt++ {
-		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		select {
+		case <-stop:
+			return c.stopped(what, attempt-1, cause, caller)
+		default:
+		}
+		actx, acancel := context.WithTimeout(ctx, per)
+		t0 := time.Now()
 		err := op(actx)
 		acancel()
 		if err == nil {
+			c.observe(time.Since(t0))
 			return nil
 		}
 		if informative(err) || cause == nil {
 			cause = err
 		}
 		if !transient(err) || ctx.Err() != nil {
+			if caller.Err() != nil {
+				return c.stopped(what, attempt, cause, caller)
+			}
 			return c.stepError(ctx, what, attempt, cause)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if caller.Err() != nil {
+				return c.stopped(what, attempt, cause, caller)
+			}
 			return c.stepError(ctx, what, attempt, cause)
+		case <-stop:
+			t.Stop()
+			return c.stopped(what, attempt, cause, caller)
 		case <-t.C:
 		}
 		delay = min(2*delay, 300*time.Millisecond)
+		per *= 2
 	}
+}
+
+// firstAttempt is the time the first attempt of a step gets.
+func (c *Client) firstAttempt() time.Duration {
+	return max(attemptTimeout, 3*time.Duration(c.slow.Load()))
+}
+
+// observe remembers how long a successful request took: the longest of
+// the recent ones, decaying so that one slow moment is forgotten.
+func (c *Client) observe(d time.Duration) {
+	for {
+		old := c.slow.Load()
+		next := max(int64(d), old-old/8)
+		if c.slow.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// stopped is the error of a step whose caller went away (its context was
+// cancelled or its deadline passed): it says so, rather than blaming the
+// cluster.
+func (c *Client) stopped(what string, attempts int, cause error, caller context.Context) error {
+	err := caller.Err()
+	if cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: the caller gave up (%w) after %d attempts; the last error: %v", what, err, attempts, cause)
+	}
+	return fmt.Errorf("%s: the caller gave up: %w", what, err)
 }
 
 // informative says whether err tells more than that time ran out: a

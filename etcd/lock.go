@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exactfs/exactfs/etcd/internal/etcdhook"
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/locker"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -130,13 +132,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	start := time.Now()
 	var h *Held
 	var resp *clientv3.TxnResponse
+	l.c.sweep(ctx)
 	for try := 0; ; try++ {
 		sess, err := l.c.session(ctx)
 		if err != nil {
 			return nil, err
 		}
 		h = &Held{l: l, sess: sess, myKey: fmt.Sprintf("%s%016x-%d", l.prefix, int64(sess.Lease()), l.c.seq.Add(1))}
-		resp, err = l.queue(ctx, h)
+		var sent bool
+		resp, sent, err = l.queue(ctx, h)
 		if err == nil {
 			break
 		}
@@ -145,6 +149,12 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 		if try == 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			l.c.forget(sess)
 			continue
+		}
+		if sent {
+			// An attempt that got no answer may have put our key: take
+			// it out, or it would hold the queue for as long as the
+			// shared lease lives.
+			l.c.remove(h.myKey)
 		}
 		return nil, err
 	}
@@ -155,6 +165,12 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 		h.rev = kvs[0].CreateRevision
 	} else {
 		return nil, &LockError{Key: l.prefix, Elapsed: time.Since(start), Err: &LostError{Key: h.myKey, Op: "wait", Why: "our queue key vanished as it was put (the session lease expired)"}}
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller went away while our key was being put: it is in the
+		// queue, and only we know it.
+		l.dequeue(h)
+		return nil, fmt.Errorf("queueing for the lock %s: the caller gave up: %w", l.prefix, err)
 	}
 	first := resp.Responses[1].GetResponseRange().Kvs
 	if len(first) == 1 && first[0].CreateRevision == h.rev {
@@ -189,13 +205,17 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 // queue puts our key unless a previous attempt of this very call did. The
 // first key in the queue (and the state) is read in the same transaction,
 // so an uncontended lock (or Update) costs one round trip.
-func (l *Lock) queue(ctx context.Context, h *Held) (*clientv3.TxnResponse, error) {
+//
+// An attempt is not cut short when ctx ends: the caller must learn whether
+// its key went in, so that it can take it out. No attempt is sent after
+// ctx ends. sent says whether any attempt was sent.
+func (l *Lock) queue(ctx context.Context, h *Held) (resp *clientv3.TxnResponse, sent bool, err error) {
 	val := l.c.meta().encode()
 	cli := l.c.cli
 	sess := h.sess
-	var resp *clientv3.TxnResponse
-	err := l.c.retry(ctx, "queueing for the lock "+l.prefix, func(ctx context.Context) error {
-		r, err := cli.Txn(ctx).
+	err = l.c.retryUntil(context.WithoutCancel(ctx), ctx, "queueing for the lock "+l.prefix, func(actx context.Context) error {
+		sent = true
+		r, err := cli.Txn(actx).
 			If(clientv3.Compare(clientv3.CreateRevision(h.myKey), "=", 0)).
 			Then(clientv3.OpPut(h.myKey, string(val), clientv3.WithLease(sess.Lease())),
 				clientv3.OpGet(l.prefix, clientv3.WithFirstCreate()...),
@@ -205,12 +225,15 @@ func (l *Lock) queue(ctx context.Context, h *Held) (*clientv3.TxnResponse, error
 				clientv3.OpGet(l.key)).
 			Commit()
 		resp = r
+		if err == nil {
+			hook.Fire(etcdhook.QueueAnswered, h.myKey)
+		}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, sent, err
 	}
-	return resp, nil
+	return resp, sent, nil
 }
 
 // waitTurn looks for the key just ahead of ours; if there is none we hold
@@ -220,6 +243,7 @@ func (l *Lock) queue(ctx context.Context, h *Held) (*clientv3.TxnResponse, error
 func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mvccpb.KeyValue, error) {
 	cli := l.c.cli
 	var resp *clientv3.TxnResponse
+	hook.Fire(etcdhook.WaitLook, h.myKey)
 	err := l.c.retry(ctx, "waiting for the lock "+l.prefix, func(ctx context.Context) error {
 		r, err := cli.Txn(ctx).Then(
 			clientv3.OpGet(h.myKey),
@@ -248,6 +272,7 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 	tick := time.NewTimer(time.Second)
 	defer tick.Stop()
 	wch := cli.Watch(clientv3.WithRequireLeader(wctx), string(pred[0].Key), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+	hook.Fire(etcdhook.WaitWatch, h.myKey)
 	for {
 		select {
 		case wr, ok := <-wch:
@@ -260,7 +285,7 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 			return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "wait", Why: "the session lease expired while we waited"}}
 		case <-wctx.Done():
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("waiting for the lock %s: the caller gave up: %w", l.prefix, err)
 			}
 			return pred, nil
 		}
@@ -273,7 +298,7 @@ func (l *Lock) giveUp(h *Held, start time.Time, holder []*mvccpb.KeyValue) error
 	e := &LockError{Key: l.prefix, Elapsed: time.Since(start), Err: locker.ErrLocked}
 	if len(holder) == 1 {
 		// holder is the key ahead of ours; the holder is the first.
-		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.c.firstAttempt())
 		if r, err := l.c.cli.Get(ctx, l.prefix, clientv3.WithFirstCreate()...); err == nil && len(r.Kvs) == 1 {
 			holder = r.Kvs
 		}
@@ -287,14 +312,20 @@ func (l *Lock) giveUp(h *Held, start time.Time, holder []*mvccpb.KeyValue) error
 }
 
 // dequeue deletes our own queue key (only ours: a compare on its create
-// revision), so that nobody waits for a contender that gave up.
+// revision), so that nobody waits for a contender that gave up. It runs
+// with a budget of its own, since the caller's context may be what ended;
+// if the cluster does not answer, the key is left to the next lock call of
+// this client (Client.sweep), because the shared lease keeps it alive.
 func (l *Lock) dequeue(h *Held) {
-	_ = l.c.retry(context.Background(), "leaving the queue of "+l.prefix, func(ctx context.Context) error {
+	err := l.c.retry(context.Background(), "leaving the queue of "+l.prefix, func(ctx context.Context) error {
 		_, err := l.c.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(h.myKey), "=", h.rev)).
 			Then(clientv3.OpDelete(h.myKey)).Commit()
 		return err
 	})
+	if err != nil {
+		l.c.strand(h.myKey)
+	}
 }
 
 func (h *Held) setState(kvs []*mvccpb.KeyValue) {
@@ -398,6 +429,9 @@ func (h *Held) Unlock() error {
 		return err
 	})
 	if err != nil {
+		// Our key stays bound to the shared lease: the next lock call of
+		// this client deletes it (or the lease's end does).
+		h.l.c.strand(h.myKey)
 		return err
 	}
 	// A release sent again after an unanswered attempt finds the key gone
