@@ -55,7 +55,8 @@ type Option func(*config)
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithWait sets how long Lock waits for a holder before failing with an
-// error matching locker.ErrLocked. Zero means one attempt, like TryLock.
+// error matching locker.ErrLocked. Zero means one attempt, like TryLock;
+// WaitForever waits as long as it takes.
 func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
 // WithOpTimeout bounds each step of a lock call, retries included.
@@ -374,6 +375,9 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
+	if e.Attempts == 0 {
+		return fmt.Sprintf("%s: no answer from etcd at %s: %v", e.Step, e.Endpoints, e.Err)
+	}
 	return fmt.Sprintf("%s: no answer from etcd at %s after %d attempts: %v", e.Step, e.Endpoints, e.Attempts, e.Err)
 }
 

@@ -126,10 +126,39 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	return l.acquire(ctx, wait)
 }
 
+// WaitForever, given to WithWait or Acquire, waits for the lock as long as
+// it takes (each request still has its budget, WithOpTimeout).
+const WaitForever time.Duration = -1
+
+// maxRequeues bounds how often one call joins the queue again after its
+// session lease expired while it waited.
+const maxRequeues = 3
+
 // acquire queues our key, and waits until it is first, up to wait. The
 // state key is read in the transaction that finds us first, for Update.
+//
+// A waiter whose lease expired while it waited (it was paused, or cut off
+// from the cluster longer than the TTL) never held the lock and ran
+// nothing: it joins the queue again, at its end, with a new lease, while
+// its wait budget lasts.
 func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	start := time.Now()
+	deadline := start.Add(wait)
+	if wait < 0 {
+		deadline = start.Add(100 * 365 * 24 * time.Hour)
+	}
+	for requeues := 0; ; requeues++ {
+		h, err := l.acquireOnce(ctx, wait, start, deadline)
+		var lost *LostError
+		if err != nil && errors.As(err, &lost) && lost.Op == "wait" && wait != 0 &&
+			requeues < maxRequeues && ctx.Err() == nil && time.Now().Before(deadline) {
+			continue
+		}
+		return h, err
+	}
+}
+
+func (l *Lock) acquireOnce(ctx context.Context, wait time.Duration, start, deadline time.Time) (*Held, error) {
 	var h *Held
 	var resp *clientv3.TxnResponse
 	l.c.sweep(ctx)
@@ -180,9 +209,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
 	}
 
 	// Someone is ahead of us.
-	deadline := start.Add(wait)
 	for {
-		if wait <= 0 || !time.Now().Before(deadline) {
+		if wait == 0 || !time.Now().Before(deadline) {
 			return nil, l.giveUp(h, start, first)
 		}
 		pred, err := l.waitTurn(ctx, h, deadline)
