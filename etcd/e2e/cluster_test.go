@@ -37,7 +37,11 @@ const (
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		if cliDir != "" {
+			os.RemoveAll(cliDir)
+		}
+		os.Exit(code)
 	case roleMemb:
 		runMember()
 	case roleWork:
