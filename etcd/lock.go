@@ -142,6 +142,9 @@ const maxRequeues = 3
 // nothing: it joins the queue again, at its end, with a new lease, while
 // its wait budget lasts.
 func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Held, error) {
+	if err := CheckKey(l.key); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	deadline := start.Add(wait)
 	if wait < 0 {

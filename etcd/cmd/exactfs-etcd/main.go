@@ -134,7 +134,7 @@ func overview(e *env, w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nURLs: etcd://h1:2379,h2:2379/KEY; etcd:///KEY takes the endpoints from\n$%s; etcds:// is TLS ($%s, $%s, $%s).\n\n%s", etcd.EnvEndpoints, etcd.EnvCACert, etcd.EnvCert, etcd.EnvKey, exitHelp)
+	fmt.Fprintf(w, "\nURLs: etcd://h1:2379,h2:2379/KEY; etcd:///KEY takes the endpoints from\n$%s; etcds:// is TLS ($%s, $%s, $%s). An etcd user (RBAC) is\netcd://USER@HOST/KEY or $%s, with the password in $%s or a file named by\n$%s (never in the URL).\n\n%s", etcd.EnvEndpoints, etcd.EnvCACert, etcd.EnvCert, etcd.EnvKey, etcd.EnvUser, etcd.EnvPassword, etcd.EnvPasswordFile, exitHelp)
 }
 
 func writeHelp(e *env, w io.Writer, c *command) {
@@ -311,13 +311,22 @@ func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd
 		return nil, nil, nil, err
 	}
 	e.target, e.tls = t, tlsCfg
+	user, password, err := t.Credentials(e.getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   t.Endpoints,
 		DialTimeout: min(f.opTimeout.d, 5*time.Second), // bounds only the authentication at connect
 		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
+		Username:    user,
+		Password:    password,
 	})
 	if err != nil {
+		if user != "" {
+			return nil, nil, nil, fmt.Errorf("connecting to %s as etcd user %q (password from $%s or $%s): %w", strings.Join(t.Endpoints, ","), user, etcd.EnvPassword, etcd.EnvPasswordFile, err)
+		}
 		return nil, nil, nil, fmt.Errorf("connecting to %s: %w", strings.Join(t.Endpoints, ","), err)
 	}
 	opts = append([]etcd.Option{etcd.WithOpTimeout(f.opTimeout.d), etcd.WithTTL(f.ttl.d)}, opts...)
