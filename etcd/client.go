@@ -29,6 +29,12 @@ const (
 	// releasing) including its retries across a leader change or a dead
 	// member.
 	DefaultOpTimeout = 10 * time.Second
+	// DefaultStepDownMargin is how long before its lease can expire a
+	// holder watching Lost steps down: Lost closes once no keepalive has
+	// been confirmed for TTL minus this margin (counted from the moment the
+	// last confirmed keepalive was sent, which is before the server renewed
+	// the lease, so the server's expiry is never earlier).
+	DefaultStepDownMargin = 1 * time.Second
 	// attemptTimeout is the first attempt's share of a step's budget: a
 	// request with no answer by then is sent again, most likely to another
 	// member (or, for a commit, resolved). Each later attempt of the step
@@ -40,6 +46,8 @@ const (
 )
 
 type config struct {
+	margin    time.Duration
+	lockDelay time.Duration
 	ttl       time.Duration
 	wait      time.Duration
 	opTimeout time.Duration
@@ -61,6 +69,18 @@ func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
 // WithOpTimeout bounds each step of a lock call, retries included.
 func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
+
+// WithStepDownMargin sets how long before its lease can expire a holder's
+// Lost channel closes (DefaultStepDownMargin). A holder acting outside
+// etcd (lock -- CMD) must have stopped by then.
+func WithStepDownMargin(d time.Duration) Option { return func(c *config) { c.margin = d } }
+
+// WithLockDelay makes a lock call that waited, and whose predecessor's
+// key went away with its lease (expired or revoked: the predecessor was
+// paused, cut off or killed, not released), wait d more before returning
+// the lock, so that what the lost holder had in flight lands first (the
+// lock-delay of Chubby and Consul). Zero (the default) waits nothing.
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.lockDelay = d } }
 
 // WithHostIdentity names this host in holder metadata with h instead of the
 // identity loaded from the config root (liveness.LoadHostIdentity).
@@ -98,7 +118,7 @@ type Client struct {
 // holder metadata carries no host id, and no holder is ever judged dead
 // (status and recover then leave it to its lease).
 func NewClient(cli *clientv3.Client, opts ...Option) *Client {
-	c := &Client{cli: cli, cfg: config{ttl: DefaultTTL, wait: DefaultWait, opTimeout: DefaultOpTimeout}}
+	c := &Client{cli: cli, cfg: config{ttl: DefaultTTL, wait: DefaultWait, opTimeout: DefaultOpTimeout, margin: DefaultStepDownMargin}}
 	for _, o := range opts {
 		o(&c.cfg)
 	}
@@ -139,6 +159,22 @@ func (c *Client) Close() error {
 	defer cancel()
 	_, err := c.cli.Revoke(ctx, s.Lease())
 	return err
+}
+
+// Detach stops this client's keepalive without revoking its session
+// lease, which lapses after its TTL. Call it instead of Close after every
+// lock was released cleanly: a successor that uses WithLockDelay tells a
+// released predecessor (lease still alive) from a lost one (lease gone),
+// and a revoked lease would look lost. Do not call it while holding a
+// lock: the lock would stay held until the lease lapses.
+func (c *Client) Detach() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.close = true
+	if c.sess != nil {
+		c.sess.Orphan()
+		c.sess = nil
+	}
 }
 
 // session returns a live session lease, granting one if there is none or

@@ -44,6 +44,9 @@ type Held struct {
 	state    []byte
 	stateRev int64 // mod revision of the state key, 0 when absent
 
+	predLease int64         // the lease of the last key we waited for, 0 if none
+	delayed   time.Duration // the lock-delay waited
+
 	mu       sync.Mutex
 	lost     chan struct{}
 	lostErr  error
@@ -227,6 +230,7 @@ func (l *Lock) acquireOnce(ctx context.Context, wait time.Duration, start, deadl
 			return nil, err
 		}
 		if pred == nil {
+			l.lockDelay(ctx, h)
 			return h, nil
 		}
 		first = pred
@@ -291,6 +295,9 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 		return nil, &LockError{Key: l.prefix, Err: &LostError{Key: h.myKey, Token: h.rev, Op: "wait", Why: "our queue key was deleted while we waited (the session lease expired)"}}
 	}
 	pred := resp.Responses[1].GetResponseRange().Kvs
+	if len(pred) == 1 {
+		h.predLease = pred[0].Lease
+	}
 	if len(pred) == 0 {
 		h.acquired = resp.Header.Revision
 		h.setState(resp.Responses[2].GetResponseRange().Kvs)
@@ -322,6 +329,39 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 		}
 	}
 }
+
+// lockDelay waits WithLockDelay when the key we last waited for went away
+// with its lease: its holder did not release it (it was paused, cut off,
+// killed, or revoked by recover), so effects it had in flight may still
+// land. A released predecessor's lease is still alive (see Detach).
+func (l *Lock) lockDelay(ctx context.Context, h *Held) {
+	d := l.c.cfg.lockDelay
+	if d <= 0 || h.predLease == 0 {
+		return
+	}
+	var gone bool
+	err := l.c.retry(ctx, "reading the lease of our predecessor", func(ctx context.Context) error {
+		r, err := l.c.cli.TimeToLive(ctx, clientv3.LeaseID(h.predLease))
+		if err == nil {
+			gone = r.TTL <= 0
+		}
+		return err
+	})
+	if err == nil && !gone {
+		return
+	}
+	h.delayed = d
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Delayed is the lock-delay this acquisition waited (WithLockDelay), zero
+// if its predecessor released the lock.
+func (h *Held) Delayed() time.Duration { return h.delayed }
 
 // giveUp takes our key out of the queue and reports who held the lock.
 func (l *Lock) giveUp(h *Held, start time.Time, holder []*mvccpb.KeyValue) error {
@@ -382,7 +422,12 @@ func (h *Held) Key() string { return h.myKey }
 func (h *Held) Lease() clientv3.LeaseID { return h.sess.Lease() }
 
 // Lost is closed when the session lease expires or our lock key is
-// deleted by someone else. Watching starts with the first call.
+// deleted by someone else, and also when no renewal of the lease has been
+// confirmed for its TTL minus the step-down margin (WithStepDownMargin),
+// counted from the moment the last confirmed renewal was sent: the holder
+// then stops before the server can give the lock to someone else. Until
+// the first renewal is confirmed (one round trip after the first call) the
+// count starts at the first call. Watching starts with the first call.
 func (h *Held) Lost() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -398,6 +443,20 @@ func (h *Held) Lost() <-chan struct{} {
 
 func (h *Held) watchLoss(ctx context.Context) {
 	wch := h.l.c.cli.Watch(ctx, h.myKey, clientv3.WithRev(h.rev+1), clientv3.WithFilterPut())
+	renewed := make(chan time.Time, 1)
+	gone := make(chan struct{})
+	go h.renew(ctx, renewed, gone)
+	// Until a renewal of ours is confirmed, count from now: the session's
+	// keepalive renewed the lease at most a third of the TTL ago when it
+	// works, so this errs late by at most that (see Lost).
+	confirmed := time.Now()
+	ttl := h.l.c.cfg.ttl.Round(time.Second)
+	if ttl < time.Second {
+		ttl = time.Second
+	}
+	margin := min(h.l.c.cfg.margin, ttl/2)
+	stepDown := time.NewTimer(ttl - margin)
+	defer stepDown.Stop()
 	why := ""
 	for why == "" {
 		select {
@@ -405,6 +464,14 @@ func (h *Held) watchLoss(ctx context.Context) {
 			return
 		case <-h.sess.Done():
 			why = "the session lease expired (no keepalive reached the cluster within its TTL)"
+		case <-gone:
+			why = "the session lease is gone (the server no longer knows it: expired or revoked)"
+		case t := <-renewed:
+			confirmed = t
+			stepDown.Reset(time.Until(t.Add(ttl - margin)))
+		case <-stepDown.C:
+			why = fmt.Sprintf("no keepalive confirmed for %s (the TTL, %s, minus a margin of %s): stepping down before the lease can expire (was this process paused or cut off from the cluster?)",
+				time.Since(confirmed).Round(time.Millisecond), ttl, margin)
 		case wr, ok := <-wch:
 			switch {
 			case !ok:
@@ -426,6 +493,39 @@ func (h *Held) watchLoss(ctx context.Context) {
 	}
 	h.lostErr = &LostError{Key: h.myKey, Token: h.rev, Op: "hold", Why: why}
 	close(h.lost)
+}
+
+// renew renews our lease every quarter TTL and reports the send time of
+// each renewal the server confirmed: the server renewed the lease after
+// that moment, so it cannot expire before that moment plus the TTL. The
+// session's own keepalive reports no such time. gone is closed when the
+// server says the lease does not exist.
+func (h *Held) renew(ctx context.Context, renewed chan time.Time, gone chan<- struct{}) {
+	every := max(h.l.c.cfg.ttl/4, 250*time.Millisecond)
+	for {
+		sent := time.Now()
+		actx, cancel := context.WithTimeout(ctx, every)
+		_, err := h.l.c.cli.KeepAliveOnce(actx, h.sess.Lease())
+		cancel()
+		switch {
+		case err == nil:
+			select {
+			case <-renewed: // drop an unread older time
+			default:
+			}
+			renewed <- sent
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			close(gone)
+			return
+		}
+		t := time.NewTimer(time.Until(sent.Add(every)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (h *Held) Err() error {

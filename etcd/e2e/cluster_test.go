@@ -32,6 +32,7 @@ const (
 	roleWork  = "worker"
 	rolePause = "pause-holder"
 	roleSucc  = "successor"
+	roleHold  = "holdcmd"
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +51,8 @@ func TestMain(m *testing.M) {
 		runPauseHolder()
 	case roleSucc:
 		runSuccessor()
+	case roleHold:
+		runHoldCmd()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", roleEnv, os.Getenv(roleEnv))
 		os.Exit(2)

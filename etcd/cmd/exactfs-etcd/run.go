@@ -32,7 +32,11 @@ type lockFlags struct {
 	shell        string // -c: run this through /bin/sh -c
 	shared       bool   // refused: the lock has one holder
 	allowEmpty   bool   // update only
+	lockDelay    durationFlag
 }
+
+// defaultLockDelay is lock's --lock-delay.
+const defaultLockDelay = 2 * time.Second
 
 func (f *lockFlags) register(fs *flag.FlagSet, update bool) {
 	f.clusterFlags.register(fs)
@@ -51,6 +55,10 @@ func (f *lockFlags) register(fs *flag.FlagSet, update bool) {
 	fs.BoolVar(new(bool), "x", false, "short for --exclusive")
 	fs.BoolVar(&f.shared, "shared", false, "not available: the lock has exactly one holder")
 	fs.BoolVar(&f.shared, "s", false, "short for --shared")
+	if !update {
+		f.lockDelay = durationFlag{d: defaultLockDelay}
+		fs.Var(&f.lockDelay, "lock-delay", "when the holder before us lost the lock (its lease expired or was revoked)\nrather than releasing it, wait `DUR` more before running CMD, so that what\nit had in flight lands first")
+	}
 	if update {
 		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "let an empty stdout of CMD replace the key's value with an empty value\n(without it, an empty stdout is refused and the key is left untouched)")
 	}
@@ -154,8 +162,17 @@ lock, and exit with CMD's status.
 The lock is a key under KEY.lock/ bound to this process's session lease,
 kept alive while the process runs; it names the holder (pid, host, since).
 A holder that stops (killed, paused, cut off from the cluster) loses the lock
-when its lease runs out (--ttl). If that happens while CMD runs, CMD is sent
-SIGTERM, since it no longer runs under the lock, and the command exits 75.
+when its lease runs out (--ttl). The holder steps down first: once no
+keepalive has been confirmed for the TTL minus 1 s (counted from when the
+last confirmed one was sent, so before the server can expire the lease), CMD
+is sent SIGTERM, since it may no longer run under the lock, and the command
+exits 75. CMD should exit within that second. A successor that was waiting
+and finds that the holder before it lost the lock (its lease ended instead
+of a release) waits --lock-delay (2s) more before starting its CMD, so that
+what the lost holder had in flight lands first. This narrows the window; it
+cannot close it for a CMD that ignores SIGTERM or acts long after: a
+resource that must never see two holders should check EXACTFS_LOCK_TOKEN
+(it grows with each acquisition) and refuse smaller ones.
 
 CMD runs with EXACTFS_LOCK_URL, EXACTFS_LOCK_KEY (our lock key) and
 EXACTFS_LOCK_TOKEN (the fencing token: the lock key's create revision, which
@@ -317,7 +334,7 @@ func prepare(e *env, f *lockFlags, args []string) (*etcd.Client, *etcd.Lock, *et
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c, l, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()))
+	c, l, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
 	return c, l, t, argv, err
 }
 
@@ -368,7 +385,11 @@ func runLock(e *env, opts any, args []string) error {
 		if status == 0 {
 			return fmt.Errorf("the command succeeded, but the lock could not be released: %w", uerr)
 		}
+		return exitStatus(status)
 	}
+	// Released: let the lease lapse rather than revoke it, so that a
+	// waiting successor sees a live lease and skips its lock-delay.
+	c.Detach()
 	return exitStatus(status)
 }
 
@@ -419,6 +440,7 @@ func runUpdate(e *env, opts any, args []string) error {
 		return out.Bytes(), nil
 	})
 	if err == nil {
+		c.Detach() // released by the commit: see runLock
 		return nil
 	}
 	var cf cmdFailed
