@@ -504,7 +504,9 @@ func (h *Held) renew(ctx context.Context, renewed chan time.Time, gone chan<- st
 	every := max(h.l.c.cfg.ttl/4, 250*time.Millisecond)
 	for {
 		sent := time.Now()
-		actx, cancel := context.WithTimeout(ctx, every)
+		// An answer that takes up to half the TTL still counts; renewals
+		// are not sent in parallel, so a slower one delays the next.
+		actx, cancel := context.WithTimeout(ctx, max(every, h.l.c.cfg.ttl/2))
 		_, err := h.l.c.cli.KeepAliveOnce(actx, h.sess.Lease())
 		cancel()
 		switch {
