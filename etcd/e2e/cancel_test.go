@@ -139,3 +139,42 @@ func TestCancelledCallsNeverStrandTheLock(t *testing.T) {
 	}
 	expectQueue("at the end")
 }
+
+// TestStrandedKeyIsSweptByTheNextCall: when the cluster cannot be reached
+// to delete the key of a cancelled call (the link is cut right after the
+// key was put), the client remembers it and its next lock call deletes it
+// before queueing, instead of queueing behind its own ghost.
+func TestStrandedKeyIsSweptByTheNextCall(t *testing.T) {
+	c := startCluster(t)
+	raw := c.client(t)
+	const key = "/e2e/stranded/state"
+	p := startProxy(t, strings.TrimPrefix(c.members[0].clientURL, "http://"), 0)
+	cl := etcd.NewClient(c.client(t, "http://"+p.addr), etcd.WithHostIdentity(liveness.FixedHostIdentity("e2e-host")),
+		etcd.WithWait(0), etcd.WithOpTimeout(1500*time.Millisecond))
+	defer cl.Close()
+	l := cl.Locker(key)
+	// Start the session first, so that the cut falls on the queue step.
+	if err := l.Update(context.Background(), func(b []byte) ([]byte, error) { return []byte("1"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var restore func()
+	restore = hook.Set(etcdhook.QueueAnswered, func(string) { restore(); p.cut(); cancel() })
+	defer restore()
+	if err := l.Update(ctx, func(b []byte) ([]byte, error) { return b, nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update cancelled with the link cut: %v; want context.Canceled", err)
+	}
+	r, err := raw.Get(context.Background(), key+etcd.LockSuffix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || r.Count != 1 {
+		t.Fatalf("the queue holds %v keys (%v); want the one the cut kept us from deleting", r.Count, err)
+	}
+	p.reset()
+	h, err := l.Acquire(context.Background(), 0)
+	if err != nil {
+		t.Fatalf("the next lock call of the same client: %v; want the lock at the first attempt", err)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}

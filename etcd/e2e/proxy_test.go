@@ -113,6 +113,18 @@ func (p *proxy) heal() {
 	}
 }
 
+// reset ends a cut as a lost link does: what was held back is dropped
+// and the connections are closed (clients connect again).
+func (p *proxy) reset() {
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.heal()
+}
+
 func (p *proxy) close() {
 	p.heal()
 	p.ln.Close()
