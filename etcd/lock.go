@@ -230,7 +230,10 @@ func (l *Lock) acquireOnce(ctx context.Context, wait time.Duration, start, deadl
 			return nil, err
 		}
 		if pred == nil {
-			l.lockDelay(ctx, h)
+			if err := l.lockDelay(ctx, h); err != nil {
+				l.dequeue(h)
+				return nil, err
+			}
 			return h, nil
 		}
 		first = pred
@@ -334,10 +337,10 @@ func (l *Lock) waitTurn(ctx context.Context, h *Held, deadline time.Time) ([]*mv
 // with its lease: its holder did not release it (it was paused, cut off,
 // killed, or revoked by recover), so effects it had in flight may still
 // land. A released predecessor's lease is still alive (see Detach).
-func (l *Lock) lockDelay(ctx context.Context, h *Held) {
+func (l *Lock) lockDelay(ctx context.Context, h *Held) error {
 	d := l.c.cfg.lockDelay
 	if d <= 0 || h.predLease == 0 {
-		return
+		return nil
 	}
 	var gone bool
 	err := l.c.retry(ctx, "reading the lease of our predecessor", func(ctx context.Context) error {
@@ -348,14 +351,23 @@ func (l *Lock) lockDelay(ctx context.Context, h *Held) {
 		return err
 	})
 	if err == nil && !gone {
-		return
+		return nil
 	}
+	// Unknown (no answer) counts as gone. The lock is ours already: a
+	// deadline that passes now does not shorten the delay, since the
+	// caller would use the lock early; a cancellation gives it up.
 	h.delayed = d
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return nil
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return fmt.Errorf("waiting the lock-delay of %s: the caller gave up: %w", l.prefix, ctx.Err())
+		}
+		<-t.C
+		return nil
 	}
 }
 
