@@ -87,6 +87,8 @@ func etcdCLIForMeasure(t *testing.T) string {
 // the old CMD's end and the new one's start (negative: overlap). Without a
 // step-down margin and lock-delay the successor's CMD started before the
 // old one got SIGTERM in 4 of 7 runs (by up to 0.43 s).
+// $EXACTFS_E2E_LOCK_DELAY sets the successor's --lock-delay, and
+// $EXACTFS_E2E_ETCD_CLI another exactfs-etcd, for measurements.
 func TestLockStepsDownBeforeItsLeaseCanExpire(t *testing.T) {
 	runs := 3
 	if n, err := strconv.Atoi(os.Getenv("EXACTFS_E2E_PARTITION_RUNS")); err == nil && n > 0 {
@@ -123,7 +125,11 @@ func TestLockStepsDownBeforeItsLeaseCanExpire(t *testing.T) {
 				t.Fatal("the holder's CMD never started")
 			}
 		}
-		succ := start("etcd://"+direct+key, logB, "0.3", "--timeout", "30s")
+		succArgs := []string{"--timeout", "30s"}
+		if d := os.Getenv("EXACTFS_E2E_LOCK_DELAY"); d != "" {
+			succArgs = append(succArgs, "--lock-delay", d) // to measure the step-down margin alone
+		}
+		succ := start("etcd://"+direct+key, logB, "0.3", succArgs...)
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			r, err := raw.Get(t.Context(), key+".lock/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err == nil && r.Count == 2 {
