@@ -155,7 +155,7 @@ func init() {
 	register(&command{
 		name:    "lock",
 		summary: "run a command while holding the lock of an etcd key",
-		usage:   "lock [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--ttl DUR] URL -- CMD [ARG...]\n       lock [flags] -c 'CMD' URL",
+		usage:   "lock [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--ttl DUR] {URL -- CMD [ARG...] | -c 'CMD' URL}",
 		help: `Take the lock of the key named by URL on the etcd cluster, run CMD, release the
 lock, and exit with CMD's status.
 
@@ -188,7 +188,7 @@ Examples:
 	register(&command{
 		name:    "update",
 		summary: "read-modify-write an etcd key through a command, under its lock, fenced by the server",
-		usage:   "update [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--allow-empty] [--ttl DUR] URL -- CMD [ARG...]\n       update [flags] -c 'CMD' URL",
+		usage:   "update [--timeout DUR|none | --try] [--conflict-exit-code N] [--quiet] [--allow-empty] [--ttl DUR] {URL -- CMD [ARG...] | -c 'CMD' URL}",
 		help: `Under the lock of the key named by URL, run CMD with the key's value on its
 stdin (empty when the key does not exist). If CMD exits 0, its stdout is
 written to the key in one transaction that also releases the lock, and that
