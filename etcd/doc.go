@@ -30,6 +30,19 @@
 // deleted it tells whether our write applied (K was written in that very
 // revision) or the lease expired first.
 //
+// # Cancellation, budgets and stepping down
+//
+// The session lease is shared by every lock call of a Client and outlives
+// them, so a queue key left behind would block its lock for as long as the
+// client lives. A call whose context ends while its key is being put lets
+// that one attempt finish and deletes the key; keys whose deletion found no
+// cluster are deleted by the client's next lock call. Each request's first
+// attempt gets 1 s (or three times the slowest recent request), each retry
+// twice the one before, within the step's budget (WithOpTimeout). Held.Lost
+// closes TTL minus WithStepDownMargin after the send time of the last
+// confirmed renewal, before the server can expire the lease; WithLockDelay
+// makes a waiter whose predecessor lost its lease wait before returning.
+//
 // # Unlike concurrency.Mutex
 //
 // Unlock deletes only our own key (a compare on its create revision), so a

@@ -83,9 +83,11 @@ func (h *Held) commit(ctx context.Context, val []byte) (int64, error) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.l.c.cfg.opTimeout)
 	defer cancel()
 	delay := 20 * time.Millisecond
+	per := h.l.c.firstAttempt()
 	var lastErr error
-	for {
-		actx, acancel := context.WithTimeout(bctx, attemptTimeout)
+	for ; ; per *= 2 {
+		actx, acancel := context.WithTimeout(bctx, per)
+		t0 := time.Now()
 		r, err := cli.Txn(actx).
 			If(clientv3.Compare(clientv3.CreateRevision(h.myKey), "=", h.rev),
 				clientv3.Compare(clientv3.ModRevision(key), "=", h.stateRev)).
@@ -93,6 +95,9 @@ func (h *Held) commit(ctx context.Context, val []byte) (int64, error) {
 			Else(clientv3.OpGet(h.myKey), clientv3.OpGet(key, clientv3.WithKeysOnly())).
 			Commit()
 		acancel()
+		if err == nil {
+			h.l.c.observe(time.Since(t0))
+		}
 		if err == nil && hook.IsSet(hook.EtcdCommitAnswerLost) {
 			// Test seam: the commit was applied (or refused) but its
 			// answer is treated as lost, as when the member dies right
@@ -138,6 +143,9 @@ func (h *Held) resolveOrUnknown(lastErr error) (int64, error) {
 	defer cancel()
 	r, err := h.l.c.cli.Get(ctx, h.myKey)
 	if err != nil {
+		// If our key is still there, it must not hold the queue for as
+		// long as the shared lease lives.
+		h.l.c.strand(h.myKey)
 		return 0, &UnknownOutcomeError{Key: h.l.key, Err: errors.Join(lastErr, err)}
 	}
 	if len(r.Kvs) == 1 && r.Kvs[0].CreateRevision == h.rev {

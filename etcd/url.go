@@ -20,6 +20,11 @@ const (
 	EnvCACert    = "EXACTFS_ETCD_CACERT"    // etcds: PEM file of the CA to trust (default: the system's)
 	EnvCert      = "EXACTFS_ETCD_CERT"      // etcds: client certificate (PEM), with EnvKey
 	EnvKey       = "EXACTFS_ETCD_KEY"       // etcds: client key (PEM)
+	// etcd authentication (RBAC): the user (or user@ in the URL) and its
+	// password, never in the URL, where ps and messages would show it.
+	EnvUser         = "EXACTFS_ETCD_USER"
+	EnvPassword     = "EXACTFS_ETCD_PASSWORD"
+	EnvPasswordFile = "EXACTFS_ETCD_PASSWORD_FILE" // a file holding the password (one line)
 )
 
 // DefaultPort is the etcd client port used when an endpoint names none.
@@ -37,6 +42,36 @@ type Target struct {
 	TLS       bool     // etcds
 	Endpoints []string // http:// or https:// URLs, one per member
 	Key       string   // the state key (the URL's path, leading "/" kept)
+	User      string   // etcd user from USER@ in the URL, "" for none
+}
+
+// Credentials returns the etcd user and password to authenticate with:
+// the user from the URL (USER@HOST) or $EXACTFS_ETCD_USER, the password
+// from $EXACTFS_ETCD_PASSWORD or the file named by
+// $EXACTFS_ETCD_PASSWORD_FILE. No user means no authentication.
+func (t *Target) Credentials(getenv func(string) string) (user, password string, err error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	user = t.User
+	if user == "" {
+		user = getenv(EnvUser)
+	}
+	if user == "" {
+		return "", "", nil
+	}
+	password = getenv(EnvPassword)
+	if f := getenv(EnvPasswordFile); password == "" && f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", "", fmt.Errorf("reading the etcd password from $%s: %w", EnvPasswordFile, err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	if password == "" {
+		return "", "", fmt.Errorf("the etcd user %q needs a password: set $%s, or $%s to a file holding it", user, EnvPassword, EnvPasswordFile)
+	}
+	return user, password, nil
 }
 
 // URLError is a malformed or unusable backend URL.
@@ -46,6 +81,17 @@ type URLError struct {
 }
 
 func (e *URLError) Error() string { return fmt.Sprintf("%q: %s", e.URL, e.Msg) }
+
+// CheckKey refuses a state key that lies inside another key's lock queue
+// (a path segment ending in ".lock"): keys under K.lock/ are K's queue, so
+// such a state key would be taken for a contender and block K's lock until
+// someone ran recover.
+func CheckKey(key string) error {
+	if i := strings.Index(key, LockSuffix); i >= 0 {
+		return fmt.Errorf("the key %q lies inside the lock queue of %q (keys under KEY%s belong to KEY's lock, and one there would block it); choose a key without %q in it", key, key[:i], LockSuffix, LockSuffix)
+	}
+	return nil
+}
 
 // ParseURL parses etcd://HOST[:PORT][,HOST[:PORT]...]/KEY, or etcd:///KEY
 // with the endpoints in $EXACTFS_ETCD_ENDPOINTS (host:port list; entries
@@ -77,6 +123,19 @@ func ParseURL(raw string, getenv func(string) string) (*Target, error) {
 		return nil, bad("no key: want %s://HOST:PORT/KEY", scheme)
 	}
 	hosts, path := rest[:slash], rest[slash:]
+	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
+		info := hosts[:at]
+		if c := strings.IndexByte(info, ':'); c >= 0 {
+			// Never repeat the password, not even in this message.
+			return nil, &URLError{URL: raw[:i+3] + info[:c] + ":***@" + rest[at+1:], Msg: fmt.Sprintf("a password in the URL would show in ps and in messages: write %s://USER@HOST/KEY and give the password in $%s (or a file named by $%s)", scheme, EnvPassword, EnvPasswordFile)}
+		}
+		u, err := url.PathUnescape(info)
+		if err != nil || u == "" {
+			return nil, bad("the user %q before \"@\" is not valid", info)
+		}
+		t.User = u
+		hosts = hosts[at+1:]
+	}
 	key, err := url.PathUnescape(path)
 	if err != nil {
 		return nil, bad("the key %q is not a valid URL path: %v", path, err)
@@ -86,6 +145,9 @@ func ParseURL(raw string, getenv func(string) string) (*Target, error) {
 	}
 	if strings.HasSuffix(key, "/") {
 		return nil, bad("the key %q ends in \"/\": name a key, not a directory", key)
+	}
+	if err := CheckKey(key); err != nil {
+		return nil, bad("%v", err)
 	}
 	t.Key = key
 	want := "http"

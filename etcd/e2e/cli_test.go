@@ -17,11 +17,13 @@ import (
 
 var (
 	cliOnce sync.Once
+	cliDir  string // removed by TestMain when the tests end
 	cliPath string
 	cliErr  error
 )
 
-// cliBinary builds exactfs-etcd once per test run.
+// cliBinary builds exactfs-etcd, and the core exactfs beside it (which
+// hands etcd URLs over to it), once per test run.
 func cliBinary(t *testing.T) string {
 	t.Helper()
 	cliOnce.Do(func() {
@@ -30,8 +32,9 @@ func cliBinary(t *testing.T) string {
 			cliErr = err
 			return
 		}
+		cliDir = dir
 		cliPath = filepath.Join(dir, "exactfs-etcd")
-		out, err := exec.Command("go", "build", "-o", cliPath, "github.com/exactfs/exactfs/etcd/cmd/exactfs-etcd").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir, "github.com/exactfs/exactfs/etcd/cmd/exactfs-etcd", "github.com/exactfs/exactfs/cmd/exactfs").CombinedOutput()
 		if err != nil {
 			cliErr = errors.New(string(out))
 		}
@@ -42,6 +45,11 @@ func cliBinary(t *testing.T) string {
 	return cliPath
 }
 
+// coreBinary is the core exactfs command, built beside exactfs-etcd.
+func coreBinary(t *testing.T) string {
+	return filepath.Join(filepath.Dir(cliBinary(t)), "exactfs")
+}
+
 type cliResult struct {
 	code           int
 	stdout, stderr string
@@ -50,7 +58,12 @@ type cliResult struct {
 
 func runCLI(t *testing.T, env []string, stdin string, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(cliBinary(t), args...)
+	return runBinary(t, cliBinary(t), env, stdin, args...)
+}
+
+func runBinary(t *testing.T, bin string, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "EXACTFS_ETCD_ENDPOINTS="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

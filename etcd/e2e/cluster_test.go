@@ -32,12 +32,17 @@ const (
 	roleWork  = "worker"
 	rolePause = "pause-holder"
 	roleSucc  = "successor"
+	roleHold  = "holdcmd"
 )
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		if cliDir != "" {
+			os.RemoveAll(cliDir)
+		}
+		os.Exit(code)
 	case roleMemb:
 		runMember()
 	case roleWork:
@@ -46,6 +51,8 @@ func TestMain(m *testing.M) {
 		runPauseHolder()
 	case roleSucc:
 		runSuccessor()
+	case roleHold:
+		runHoldCmd()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", roleEnv, os.Getenv(roleEnv))
 		os.Exit(2)

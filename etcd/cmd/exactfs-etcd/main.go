@@ -32,7 +32,9 @@ import (
 const (
 	exitOK       = 0
 	exitUsage    = 64 // bad flags, arguments or URL
-	exitIO       = 74 // any other failure, including a cluster that does not answer
+	exitDataErr  = 65 // update: CMD printed nothing (EX_DATAERR); the key is untouched
+	exitUnknown  = 71 // update: the commit's outcome is unknown: the write may have applied
+	exitIO       = 74 // any other failure, including a cluster that does not answer: nothing was written
 	exitBusy     = 75 // the lock is held or the wait timed out; or the lock was lost: nothing was written
 	exitMismatch = 76 // the key was changed by a writer that does not take the lock: nothing was written
 	exitNoExec   = 126
@@ -44,8 +46,14 @@ const exitHelp = `Exit status:
   N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
        126 if CMD could not be executed, 127 if it was not found)
   64   usage error, or a malformed URL
-  74   other failure: the cluster did not answer within --op-timeout, TLS or
-       permission errors, or a commit whose outcome could not be established
+  65   update: CMD exited 0 but printed nothing; the key was left untouched
+       (--allow-empty accepts an empty result)
+  71   update: the commit got no answer and its outcome could not be
+       established: the new value MAY have been written. Read the key before
+       running a command that is not idempotent again
+  74   other failure: the cluster did not answer within --op-timeout (or,
+       while getting the lock, within --timeout), TLS, authentication or
+       permission errors; nothing was written
   75   lock busy or timed out (--conflict-exit-code N overrides); also: the lock
        was lost (its lease expired) before the commit, and nothing was written
   76   the key was written by something that does not take the lock; nothing
@@ -126,7 +134,7 @@ func overview(e *env, w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nURLs: etcd://h1:2379,h2:2379/KEY; etcd:///KEY takes the endpoints from\n$%s; etcds:// is TLS ($%s, $%s, $%s).\n\n%s", etcd.EnvEndpoints, etcd.EnvCACert, etcd.EnvCert, etcd.EnvKey, exitHelp)
+	fmt.Fprintf(w, "\nURLs: etcd://h1:2379,h2:2379/KEY; etcd:///KEY takes the endpoints from\n$%s; etcds:// is TLS ($%s, $%s, $%s). An etcd user (RBAC) is\netcd://USER@HOST/KEY or $%s, with the password in $%s or a file named by\n$%s (never in the URL).\n\n%s", etcd.EnvEndpoints, etcd.EnvCACert, etcd.EnvCert, etcd.EnvKey, etcd.EnvUser, etcd.EnvPassword, etcd.EnvPasswordFile, exitHelp)
 }
 
 func writeHelp(e *env, w io.Writer, c *command) {
@@ -175,7 +183,9 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.As(err, &urlErr):
 		return exitUsage
 	case errors.As(err, &uo):
-		return exitIO
+		return exitUnknown
+	case errors.As(err, new(emptyOutput)):
+		return exitDataErr
 	case errors.Is(err, locker.ErrLocked), errors.Is(err, locker.ErrLost):
 		return exitBusy
 	case errors.Is(err, etcd.ErrStateChanged):
@@ -196,6 +206,8 @@ func hintFor(e *env, err error) string {
 		return "something wrote the key without taking the lock; find it, then run the update again"
 	case errors.As(err, &uo):
 		return fmt.Sprintf("read the key (%s status URL shows its revision) before running the update again", e.prog)
+	case errors.As(err, new(emptyOutput)):
+		return "if the command edits something itself, make it print the result instead; pass --allow-empty if an empty value is what you want"
 	case errors.As(err, &ua):
 		return fmt.Sprintf("check the endpoints and that the cluster is up (a majority of its members must be reachable); --op-timeout waits longer; $%s supplies endpoints for etcd:///KEY", etcd.EnvEndpoints)
 	}
@@ -229,17 +241,32 @@ func report(e *env, c *command, err error) int {
 	return exitCode(err)
 }
 
-// durationFlag takes "5s", "1m30s" or a number of seconds ("2.5").
-type durationFlag struct{ d time.Duration }
+// durationFlag takes "5s", "1m30s" or a number of seconds ("2.5"), and,
+// where allowed (--timeout), "none" for no limit.
+type durationFlag struct {
+	d         time.Duration
+	forever   bool
+	set       bool // given on the command line
+	allowNone bool
+}
 
 func (f *durationFlag) String() string {
-	if f == nil {
+	switch {
+	case f == nil:
 		return ""
+	case f.forever:
+		return "none"
 	}
 	return f.d.String()
 }
 
 func (f *durationFlag) Set(s string) error {
+	f.set = true
+	if s == "none" && f.allowNone {
+		f.forever, f.d = true, 0
+		return nil
+	}
+	f.forever = false
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)
@@ -263,8 +290,8 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
-	f.opTimeout = durationFlag{etcd.DefaultOpTimeout}
-	f.ttl = durationFlag{etcd.DefaultTTL}
+	f.opTimeout = durationFlag{d: etcd.DefaultOpTimeout}
+	f.ttl = durationFlag{d: etcd.DefaultTTL}
 	fs.Var(&f.opTimeout, "op-timeout", "give up on a cluster that does not answer a step within `DUR`")
 	fs.Var(&f.ttl, "ttl", "the session lease: a holder that stops (paused, cut off, killed)\nloses the lock after `DUR` (whole seconds)")
 	fs.StringVar(&f.configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of the host id in holder metadata")
@@ -284,13 +311,22 @@ func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd
 		return nil, nil, nil, err
 	}
 	e.target, e.tls = t, tlsCfg
+	user, password, err := t.Credentials(e.getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   t.Endpoints,
-		DialTimeout: min(f.opTimeout.d, 5*time.Second),
+		DialTimeout: min(f.opTimeout.d, 5*time.Second), // bounds only the authentication at connect
 		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
+		Username:    user,
+		Password:    password,
 	})
 	if err != nil {
+		if user != "" {
+			return nil, nil, nil, fmt.Errorf("connecting to %s as etcd user %q (password from $%s or $%s): %w", strings.Join(t.Endpoints, ","), user, etcd.EnvPassword, etcd.EnvPasswordFile, err)
+		}
 		return nil, nil, nil, fmt.Errorf("connecting to %s: %w", strings.Join(t.Endpoints, ","), err)
 	}
 	opts = append([]etcd.Option{etcd.WithOpTimeout(f.opTimeout.d), etcd.WithTTL(f.ttl.d)}, opts...)

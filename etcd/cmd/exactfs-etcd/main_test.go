@@ -26,7 +26,7 @@ func TestExitCodes(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &etcd.LostError{Key: "k", Op: "commit"}), exitBusy},
 		{fmt.Errorf("x: %w", etcd.ErrStateChanged), exitMismatch},
 		{&etcd.UnavailableError{Step: "s", Endpoints: "e", Err: errors.New("down")}, exitIO},
-		{&etcd.UnknownOutcomeError{Key: "k", Err: &etcd.LostError{}}, exitIO},
+		{&etcd.UnknownOutcomeError{Key: "k", Err: &etcd.LostError{}}, exitUnknown},
 		{errors.New("other"), exitIO},
 	} {
 		if got := exitCode(tc.err); got != tc.code {
