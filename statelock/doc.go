@@ -86,8 +86,11 @@
 //
 // A record that does not parse (empty or torn: a TypeScript peer killed
 // between truncating and writing it in place, or between creating and
-// writing it) is reclaimed once it is a second old and no process on this
-// host has it open for writing (the kernel's read-lease probe): every
+// writing it) is reclaimed once no process on this host has it open for
+// writing (the kernel's read-lease probe) and it is old enough: a second
+// when it was written after it was born (birth time from statx), 30 s when
+// it was created and never written, or where no birth time is known (its
+// creator may still be inside open(O_CREAT)). Every
 // writer holds a writable descriptor on a record while it is incomplete
 // (judge.go). The reference protocol keeps such a record until explicit
 // recovery.

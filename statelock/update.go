@@ -18,8 +18,9 @@ import (
 // them, and whether they survive a power cut is unknown: neither "done" nor
 // "nothing changed". Read the state file again to learn what it holds now.
 // errors.Is finds it; the *exactfs.Error of the failed fsync
-// (durability_failed) is wrapped as well.
-var ErrOutcomeUnknown = errors.New("the outcome of the update is unknown")
+// (durability_failed) is wrapped as well. It is exactfs.ErrOutcomeUnknown,
+// so one errors.Is also finds a write whose commit could not be proved.
+var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 
 // Update is the read-modify-write helper: lock stateFile; read it (nil when
 // absent); call fn; if fn fails, leave the file untouched; otherwise replace
