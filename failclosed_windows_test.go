@@ -3,13 +3,13 @@ package exactfs
 import (
 	"crypto/sha256"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // TestWindowsFailsClosed: until internal/sys implements the NT calls
@@ -29,7 +29,7 @@ func TestWindowsFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Identity{Nlink: 1, Size: int64(len(content)), Mode: 0o644, SHA256: sha256.Sum256([]byte(content))}
-	before := treeOf(t, dir)
+	before := testfs.Tree(t, dir)
 
 	for _, tc := range []struct {
 		name string
@@ -64,7 +64,7 @@ func TestWindowsFailsClosed(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, "unsupported on windows") || !strings.Contains(msg, "fails closed") {
 				t.Fatalf("%s: the error does not say that Windows is unsupported and refused: %q", tc.name, msg)
 			}
-			if after := treeOf(t, dir); !slices.Equal(after, before) {
+			if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 				t.Fatalf("%s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
 			}
 			if b, err := os.ReadFile(existing); err != nil || string(b) != content {
@@ -72,34 +72,4 @@ func TestWindowsFailsClosed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// treeOf lists everything below dir (relative paths, directories marked
-// with a trailing slash, files with their size), read with package os.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if e.IsDir() {
-			out = append(out, rel+`\`)
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

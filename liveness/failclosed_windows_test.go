@@ -2,8 +2,6 @@ package liveness
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // TestWindowsHostIdentityFailsClosed: until the Windows port lands (issue
@@ -30,7 +29,7 @@ func TestWindowsHostIdentityFailsClosed(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(secretText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := treeOf(t, dir)
+	before := testfs.Tree(t, dir)
 	for _, tc := range []struct {
 		name string
 		op   func() error
@@ -48,7 +47,7 @@ func TestWindowsHostIdentityFailsClosed(t *testing.T) {
 			if !errors.Is(err, exactfs.ErrUnsupported) || !strings.Contains(err.Error(), "unsupported on windows") {
 				t.Fatalf("%s: %v (code %q), want an error that says Windows is unsupported", tc.name, err, exactfs.CodeOf(err))
 			}
-			if after := treeOf(t, dir); !slices.Equal(after, before) {
+			if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 				t.Fatalf("%s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
 			}
 			if b, err := os.ReadFile(secret); err != nil || string(b) != secretText {
@@ -72,7 +71,7 @@ func TestWindowsConfigRootParentsFailClosed(t *testing.T) {
 	if err == nil || !errors.Is(err, exactfs.ErrUnsupported) {
 		t.Fatalf("LoadHostIdentity(%s) = %v, want an unsupported error", root, err)
 	}
-	if after := treeOf(t, dir); len(after) != 0 {
+	if after := testfs.Tree(t, dir); len(after) != 0 {
 		t.Fatalf("LoadHostIdentity refused (%v) but changed the directory: %q", err, after)
 	}
 }
@@ -105,31 +104,4 @@ func TestWindowsMachineID(t *testing.T) {
 	if again, err := MachineID(); err != nil || again != id {
 		t.Fatalf("MachineID() changed: %q then %q, %v", id, again, err)
 	}
-}
-
-// treeOf lists everything below dir (relative paths, directories with a
-// trailing backslash, files with mode and size), read with package os.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if e.IsDir() {
-			out = append(out, rel+`\`)
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -2,8 +2,6 @@ package statelock
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/testfs"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -34,7 +33,7 @@ func TestWindowsLockFailsClosed(t *testing.T) {
 			if mode == "fixed-host" {
 				opts = append(opts, WithHostIdentity(liveness.FixedHostIdentity("0123456789abcdef0123456789abcdef")))
 			}
-			before := treeOf(t, dir)
+			before := testfs.Tree(t, dir)
 			ctx := context.Background()
 			called := false
 			for _, tc := range []struct {
@@ -77,7 +76,7 @@ func TestWindowsLockFailsClosed(t *testing.T) {
 						t.Fatalf("%s: %v (code %q), want %s caused by an unsupported platform", tc.name, err, exactfs.CodeOf(err), ReasonInitFailed)
 					}
 					t.Logf("%s: %v", tc.name, err)
-					if after := treeOf(t, dir); !slices.Equal(after, before) {
+					if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 						t.Fatalf("%s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
 					}
 					if b, err := os.ReadFile(state); err != nil || string(b) != content {
@@ -87,31 +86,4 @@ func TestWindowsLockFailsClosed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// treeOf lists everything below dir (relative paths, directories with a
-// trailing backslash, files with mode and size), read with package os.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if e.IsDir() {
-			out = append(out, rel+`\`)
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

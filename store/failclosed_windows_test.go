@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // TestWindowsStoreFailsClosed: until the Windows port lands (issue 22),
@@ -29,7 +28,7 @@ func TestWindowsStoreFailsClosed(t *testing.T) {
 	if err := os.WriteFile(file, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := treeOf(t, dir)
+	before := testfs.Tree(t, dir)
 	ctx := context.Background()
 	lease := []LeaseOption{WaitBudget(200 * time.Millisecond), PollInterval(20 * time.Millisecond)}
 
@@ -64,7 +63,7 @@ func TestWindowsStoreFailsClosed(t *testing.T) {
 			if tc.code == exactfs.CodeUnsupported && !strings.Contains(err.Error(), "unsupported on windows") {
 				t.Fatalf("%s: the error does not say that Windows is unsupported: %v", tc.name, err)
 			}
-			if after := treeOf(t, dir); !slices.Equal(after, before) {
+			if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 				t.Fatalf("%s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
 			}
 		})
@@ -94,31 +93,4 @@ func acquireRelease(ctx context.Context, locksDir string, opts ...LeaseOption) e
 		l.Release()
 	}
 	return err
-}
-
-// treeOf lists everything below dir (relative paths, directories with a
-// trailing backslash, files with mode and size), read with package os.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if e.IsDir() {
-			out = append(out, rel+`\`)
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -3,14 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // runAsCLIEnv makes this test binary run as the exactfs command (see
@@ -53,7 +53,7 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 	}
 	// CMD would leave ran.txt in the working directory.
 	cmd := []string{"--", "cmd", "/c", "echo ran>ran.txt"}
-	before := treeOf(t, dir)
+	before := testfs.Tree(t, dir)
 
 	for _, tc := range []struct {
 		name string
@@ -84,7 +84,7 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 			if !strings.Contains(stderr.String(), "unsupported on windows") {
 				t.Fatalf("stderr does not say that Windows is unsupported: %q", stderr.String())
 			}
-			if after := treeOf(t, dir); !slices.Equal(after, before) {
+			if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 				t.Fatalf("exactfs %s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)
 			}
 			if b, err := os.ReadFile(state); err != nil || string(b) != content {
@@ -92,31 +92,4 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// treeOf lists everything below dir (relative paths, directories with a
-// trailing backslash, files with mode and size), read with package os.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if e.IsDir() {
-			out = append(out, rel+`\`)
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

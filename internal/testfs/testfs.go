@@ -18,8 +18,11 @@
 package testfs
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -70,4 +73,32 @@ func RequireCommand(t testing.TB, names ...string) string {
 		}
 	}
 	return first
+}
+
+// Tree lists everything below dir, read with package os: relative paths,
+// directories with a trailing separator, files with their mode and size.
+// Tests that an operation created or changed nothing compare two listings.
+func Tree(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if e.IsDir() {
+			out = append(out, rel+string(filepath.Separator))
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %v %d", rel, info.Mode(), info.Size()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
