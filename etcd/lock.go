@@ -213,6 +213,12 @@ func (l *Lock) acquireOnce(ctx context.Context, wait time.Duration, start, deadl
 		h.setState(resp.Responses[2].GetResponseRange().Kvs)
 		return h, nil
 	}
+	if len(first) == 1 {
+		// The holder when we queued. Should its key be gone before our
+		// first look (waitTurn then sees nobody ahead), it is still the
+		// predecessor whose lease decides the lock-delay.
+		h.predLease = first[0].Lease
+	}
 
 	// Someone is ahead of us.
 	for {
