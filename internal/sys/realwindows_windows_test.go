@@ -20,7 +20,7 @@ import (
 // deletes through the name a handle was opened with, so there the
 // successor would be moved.
 func TestOpenActsOnObjectNotName(t *testing.T) {
-	skipUnderWine(t, "rename or delete by object: it acts on the name a handle was opened with")
+	skipUnderWine(t, "rename or delete by object (it renames through the name a handle was opened with)")
 	dir := t.TempDir()
 	fd := dirHandle(t, dir)
 	create(t, fd, "f", "original")

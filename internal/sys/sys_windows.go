@@ -2,6 +2,7 @@ package sys
 
 import (
 	"io/fs"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -171,24 +172,24 @@ func openDirNoSymlinks(dirfd int, path string) (int, error) {
 		if err != nil {
 			return -1, err
 		}
-		// The volume root: "\??\C:\" or "\??\UNC\server\share\".
-		rootLen := len(`\??\C:\`)
-		if len(nt) >= len(`\??\UNC\`) && nt[:len(`\??\UNC\`)] == `\??\UNC\` {
-			rest := splitNT(nt[len(`\??\UNC\`):])
-			if len(rest) < 2 {
+		// Open the volume's root, "\??\C:\" or "\??\UNC\server\share\",
+		// through the system's links (the drive letter, the redirector),
+		// and walk the rest.
+		var root string
+		if rest, ok := strings.CutPrefix(nt, `\??\UNC\`); ok {
+			parts := splitNT(rest)
+			if len(parts) < 2 {
 				return -1, syscall.EINVAL
 			}
-			rootLen = len(`\??\UNC\`) + len(rest[0]) + 1 + len(rest[1]) + 1
-			if rootLen > len(nt) {
-				rootLen = len(nt)
-			}
+			root, comps = `\??\UNC\`+parts[0]+`\`+parts[1]+`\`, parts[2:]
+		} else {
+			root, comps = nt[:len(`\??\C:\`)], splitNT(nt[len(`\??\C:\`):])
 		}
-		rh, err := ntCreate(0, nt[:rootLen], dirAccess, 0, shareAll, windows.FILE_OPEN, windows.FILE_DIRECTORY_FILE)
+		rh, err := ntCreate(0, root, dirAccess, 0, shareAll, windows.FILE_OPEN, windows.FILE_DIRECTORY_FILE)
 		if err != nil {
 			return -1, err
 		}
 		start = int(rh)
-		comps = splitNT(nt[rootLen:])
 	} else {
 		fd, err := openDir(dirfd, ".")
 		if err != nil {
@@ -564,7 +565,7 @@ func fsync(fd int) error {
 	if std.Directory == 0 {
 		return errnoOf(windows.FlushFileBuffers(h(fd)))
 	}
-	wh, err := reopen(h(fd), windows.FILE_LIST_DIRECTORY|windows.FILE_WRITE_DATA|windows.FILE_APPEND_DATA, shareAll, windows.FILE_DIRECTORY_FILE)
+	wh, err := reopen(h(fd), windows.FILE_LIST_DIRECTORY|windows.FILE_GENERIC_WRITE, shareAll, windows.FILE_DIRECTORY_FILE)
 	if err != nil {
 		return err
 	}

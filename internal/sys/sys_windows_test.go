@@ -717,3 +717,34 @@ func TestErrnoMapping(t *testing.T) {
 		t.Errorf("ErrnoName(EBUSY) = %q", got)
 	}
 }
+
+// TestNoWindowsMeaningRefuses: the calls that have no safe Windows meaning
+// refuse even with the gate open: Fchmod (permissions are the DACL),
+// Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
+// ProbeUnopened (a deny-all probe conflicts with fd itself), OFDHeld and
+// OFDConflict (no F_GETLK); Exchange is ENOSYS (no atomic exchange).
+func TestNoWindowsMeaningRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	create(t, fd, "a", "A")
+	create(t, fd, "b", "B")
+	f, err := Open(fd, "a", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(f)
+	wantErr(t, "Fchmod", Fchmod(f, 0o600), ErrUnsupported)
+	wantErr(t, "Fchown", Fchown(f, 0, 0), ErrUnsupported)
+	wantErr(t, "TryFlock", TryFlock(fd), ErrUnsupported)
+	wantErr(t, "ProbeUnopened", ProbeUnopened(f), ErrUnsupported)
+	if _, _, err := OFDConflict(f, 0, 1); err != ErrUnsupported {
+		t.Fatalf("OFDConflict: %v", err)
+	}
+	if held, known := OFDHeld(f, 0, 1); held || known {
+		t.Fatalf("OFDHeld: %v %v, want unknown", held, known)
+	}
+	wantErr(t, "Exchange", Exchange(fd, "a", fd, "b"), syscall.ENOSYS)
+	if content(t, dir, "a") != "A" || content(t, dir, "b") != "B" {
+		t.Fatal("a refused call changed a file")
+	}
+}
