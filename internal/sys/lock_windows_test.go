@@ -6,14 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/windows"
 )
 
-// lockChildEnv names the file a child process (this test binary, see
-// TestMain) locks: it takes an exclusive lock on holderRange, creates
+// lockChildEnv makes this test binary a child process (see TestMain) that
+// holds a file: "lock:<file>" takes an exclusive lock on holderRange,
+// "write:<file>" only keeps a handle open for writing. Then it creates
 // "<file>.locked" and waits to be killed.
 const lockChildEnv = "EXACTFS_SYS_LOCK_CHILD"
 
@@ -21,15 +24,18 @@ const lockChildEnv = "EXACTFS_SYS_LOCK_CHILD"
 // lock: a lock there leaves the record readable by everyone.
 const holderStart, holderLen = 1 << 39, 1 << 39
 
-func lockChild(path string) int {
+func lockChild(arg string) int {
+	mode, path, _ := strings.Cut(arg, ":")
 	fd, err := open(AtCWD, path, os.O_RDWR, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: open:", err)
 		return 2
 	}
-	if err := OFDLock(fd, holderStart, holderLen); err != nil {
-		fmt.Fprintln(os.Stderr, "child: lock:", err)
-		return 2
+	if mode == "lock" {
+		if err := OFDLock(fd, holderStart, holderLen); err != nil {
+			fmt.Fprintln(os.Stderr, "child: lock:", err)
+			return 2
+		}
 	}
 	if err := os.WriteFile(path+".locked", nil, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "child: marker:", err)
@@ -50,41 +56,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"pid":1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), lockChildEnv+"="+path)
-	// Output to a file, never a pipe: Wine's helper processes can inherit
-	// a pipe and hold it open, and Wait would wait for them.
-	errf, err := os.Create(filepath.Join(dir, "child.stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	cmd.Stderr = errf
-	stderr := func() string { b, _ := os.ReadFile(errf.Name()); return string(b) }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	defer func() {
-		if !exited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
-	// A bound on the wait for the child to start, not a timing claim.
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path + ".locked"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child did not lock within 2 minutes; its stderr: %s", stderr())
-		}
-	}
-
+	child := startHolder(t, "lock", path)
 	fd, err := Open(AtCWD, path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +85,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := cmd.Process.Kill(); err != nil { // TerminateProcess
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	exited = true
+	child.kill(t)
 	if err := OFDLock(fd, holderStart, holderLen); err != nil {
 		t.Fatalf("OFDLock right after the holder was killed: %v, want the range free", err)
 	}
@@ -172,4 +140,91 @@ func TestLockWithinProcess(t *testing.T) {
 	if err := OFDLock(d, 0, 1); err == nil || err == ErrWouldBlock {
 		t.Fatalf("OFDLock on a directory handle: %v, want an error", err)
 	}
+}
+
+type holder struct {
+	cmd    *exec.Cmd
+	exited bool
+}
+
+// kill ends the holder with TerminateProcess and waits until its exit is
+// seen.
+func (c *holder) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil { // TerminateProcess
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+	c.exited = true
+}
+
+// startHolder starts this test binary as a child that holds path (see
+// lockChildEnv) and returns once it does. It is killed at the end of the
+// test if it still runs.
+func startHolder(t *testing.T, mode, path string) *holder {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), lockChildEnv+"="+mode+":"+path)
+	// Output to a file, never a pipe: Wine's helper processes can inherit
+	// a pipe and hold it open, and Wait would wait for them.
+	errf, err := os.Create(path + ".stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { errf.Close() })
+	cmd.Stderr = errf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &holder{cmd: cmd}
+	t.Cleanup(func() {
+		if !c.exited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	// A bound on the wait for the child to start, not a timing claim.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path + ".locked"); err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(errf.Name())
+			t.Fatalf("the child did not hold %s within 2 minutes; its stderr: %s", path, b)
+		}
+	}
+}
+
+// TestWriterInAnotherProcess: a handle open for writing in another process
+// makes ProbeNoWriter answer ErrWouldBlock and a deny-write open fail with
+// EBUSY; once that process is killed with TerminateProcess its handle is
+// gone, and both succeed at the first attempt.
+func TestWriterInAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rec")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child := startHolder(t, "write", path)
+	r, err := Open(AtCWD, path, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(r)
+	wantErr(t, "ProbeNoWriter while another process writes", ProbeNoWriter(r), ErrWouldBlock)
+	_, err = OpenHandle(AtCWD, path, HowRead|HowDenyWrite)
+	wantErr(t, "deny-write open while another process writes", err, syscall.EBUSY)
+	child.kill(t)
+	if err := ProbeNoWriter(r); err != nil {
+		t.Fatalf("ProbeNoWriter right after the writer was killed: %v", err)
+	}
+	dw, err := OpenHandle(AtCWD, path, HowRead|HowDenyWrite)
+	if err != nil {
+		t.Fatalf("deny-write open right after the writer was killed: %v", err)
+	}
+	Close(dw)
 }
