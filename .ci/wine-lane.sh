@@ -14,8 +14,9 @@
 # fails for another reason than the one listed.
 #
 # What Wine 8 cannot show (reparse points, POSIX delete and rename
-# semantics, DACL persistence, durability) is listed in README.md; those
-# tests need a real Windows machine.
+# semantics, DACL persistence, durability) is listed in README.md, and test
+# by test in .ci/wine/needs-real-windows.md; those tests skip under Wine
+# (saying why) and need a real Windows machine.
 #
 # Environment: EXACTFS_WINE_KEEP=1 keeps the scratch directory (prefix,
 # binaries, logs) and prints its path; EXACTFS_WINE_TIMEOUT is the limit per

@@ -1,16 +1,74 @@
 package sys
 
-import "errors"
+import (
+	"errors"
+	"math"
 
-// ErrWouldBlock is the error of a lock request that would have to wait
-// (never returned here: every lock call fails with ErrUnsupported).
+	"golang.org/x/sys/windows"
+)
+
+// ErrWouldBlock is the error of a lock request that would have to wait:
+// another handle holds a conflicting byte-range lock (ERROR_LOCK_VIOLATION).
 var ErrWouldBlock = errors.New("the lock request would block")
 
-// TryFlock fails closed: see the package doc.
+// TryFlock: flock has no Windows counterpart. LockFileEx refuses
+// directories, which is what the callers lock, and its locks are
+// mandatory, not advisory. It fails closed.
 func TryFlock(fd int) error { return ErrUnsupported }
 
-// OFDLock fails closed: see the package doc.
-func OFDLock(fd int, start, length int64) error { return ErrUnsupported }
+// lockRange converts [start, start+length) (length 0: to the end of the
+// file and beyond, as for fcntl) to LockFileEx's offset and length. The
+// same arguments always give the same range, which UnlockFileEx needs:
+// it unlocks only a range exactly as it was locked.
+func lockRange(start, length int64) (ov windows.Overlapped, lo, hi uint32, err error) {
+	if start < 0 || length < 0 {
+		return ov, 0, 0, windows.ERROR_INVALID_PARAMETER
+	}
+	n := uint64(length)
+	if length == 0 {
+		n = math.MaxUint64 - uint64(start)
+	}
+	ov.Offset, ov.OffsetHigh = uint32(start), uint32(uint64(start)>>32)
+	return ov, uint32(n), uint32(n >> 32), nil
+}
 
-// OFDHeld cannot answer on Windows; nothing follows.
+func lockFile(fd int, flags uint32, start, length int64) error {
+	ov, lo, hi, err := lockRange(start, length)
+	if err != nil {
+		return errnoOf(err)
+	}
+	return windows.LockFileEx(h(fd), flags|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, lo, hi, &ov)
+}
+
+// OFDLock takes an exclusive byte-range lock (LockFileEx) on the bytes
+// [start, start+length) of the file fd is open on (length 0: to the end of
+// the file and beyond), without waiting. ErrWouldBlock: another handle,
+// in this process or another, holds a conflicting lock. ErrUnsupported:
+// the file or filesystem takes no such locks.
+//
+// Unlike the Linux lock of the same name, a Windows byte-range lock is
+// mandatory: while it is held, reads and writes of the locked bytes
+// through any other handle fail. Lock only bytes no reader needs, for
+// example a range beyond any record's end. The lock belongs to the handle
+// (and its duplicates) in this process; closing the handle or the death
+// of the process, TerminateProcess included, releases it.
+func OFDLock(fd int, start, length int64) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	switch err := lockFile(fd, windows.LOCKFILE_EXCLUSIVE_LOCK, start, length); err {
+	case nil:
+		return nil
+	case windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING:
+		return ErrWouldBlock
+	case windows.ERROR_NOT_SUPPORTED, windows.ERROR_INVALID_FUNCTION:
+		return ErrUnsupported
+	default:
+		return errnoOf(err)
+	}
+}
+
+// OFDHeld cannot answer on Windows: there is no F_GETLK, and a probe would
+// have to take the lock for a moment, which the holder could see as a
+// conflict. Nothing follows (known is false).
 func OFDHeld(fd int, start, length int64) (held, known bool) { return false, false }
