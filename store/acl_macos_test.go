@@ -1,0 +1,137 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/exactfs/exactfs"
+)
+
+// macReply builds an fgetattrlist reply the way xnu's vfs_attr_pack does for
+// ATTR_CMN_EXTENDED_SECURITY alone: the length word, the attrreference, and
+// the filesec right after it (offset 8 from the reference).
+func macReply(entries uint32, aceCount int) []byte {
+	n := 0
+	if entries != 0xdead {
+		n = kauthFilesecHeader + aceCount*kauthACESize
+	}
+	b := make([]byte, macACLReplyCapacity)
+	total := 4 + attrReferenceSize + n
+	binary.LittleEndian.PutUint32(b, uint32(total))
+	if n > 0 {
+		binary.LittleEndian.PutUint32(b[4:], attrReferenceSize)
+		binary.LittleEndian.PutUint32(b[8:], uint32(n))
+		f := b[12:]
+		binary.LittleEndian.PutUint32(f, kauthFilesecMagic)
+		binary.LittleEndian.PutUint32(f[36:], entries)
+	}
+	return b
+}
+
+func TestMacACLQueryDecisionTable(t *testing.T) {
+	absent := macReply(0xdead, 0) // empty attrreference: no ACL, or no ACL support
+	noACL := macReply(kauthFilesecNoACL, 0)
+	three := macReply(3, 3)
+	empty := macReply(0, 0)
+	full := macReply(kauthACLMaxEntries, kauthACLMaxEntries)
+	mut := func(b []byte, f func([]byte)) []byte { c := append([]byte(nil), b...); f(c); return c }
+	cases := []struct {
+		name  string
+		err   error
+		reply []byte
+		want  exactfs.Code
+		hint  string
+	}{
+		{"no ACL (empty reference)", nil, absent, "", ""},
+		{"filesec without ACL", nil, noACL, "", ""},
+		{"three entries", nil, three, CodeACLPresent, "3 entries"},
+		{"empty ACL is still an ACL", nil, empty, CodeACLPresent, "0 entries"},
+		{"kernel maximum", nil, full, CodeACLPresent, "128 entries"},
+		{"EPERM", syscall.Errno(1), nil, CodeACLDenied, "refused"},
+		{"EACCES", syscall.Errno(13), nil, CodeACLDenied, "refused"},
+		{"EIO", syscall.Errno(5), nil, CodeACLIOError, "I/O"},
+		{"ENOTSUP: cannot hold one", syscall.Errno(45), nil, "", ""},
+		{"EOPNOTSUPP: cannot hold one", syscall.Errno(102), nil, "", ""},
+		{"EBADF", syscall.Errno(9), nil, CodeACLUnknown, "could not be queried"},
+		{"ENOATTR is not expected from fgetattrlist", syscall.Errno(93), nil, CodeACLUnknown, "could not be queried"},
+		{"not an errno", errors.New("boom"), nil, CodeACLUnknown, "could not be queried"},
+		{"short reply", nil, make([]byte, 11), CodeACLMalformed, "11 bytes"},
+		{"length word beyond the buffer", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b, uint32(len(b)+1)) }), CodeACLMalformed, "reply length"},
+		{"length word too small", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b, 8) }), CodeACLMalformed, "reply length"},
+		{"offset into the header", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b[4:], 0) }), CodeACLMalformed, "outside"},
+		{"negative offset", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b[4:], 0xfffffff8) }), CodeACLMalformed, "outside"},
+		{"data past the reply", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 200) }), CodeACLMalformed, "outside"},
+		{"shorter than a filesec", nil, mut(three, func(b []byte) {
+			binary.LittleEndian.PutUint32(b[8:], 40)
+		}), CodeACLMalformed, "shorter than a filesec"},
+		{"bad magic", nil, mut(three, func(b []byte) { b[12] ^= 1 }), CodeACLMalformed, "magic"},
+		{"entry count disagrees with length", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b[12+36:], 4) }), CodeACLMalformed, "4 ACL entries"},
+		{"too many entries", nil, mut(full, func(b []byte) { binary.LittleEndian.PutUint32(b[12+36:], kauthACLMaxEntries+1) }), CodeACLMalformed, "allows 128"},
+		{"no-ACL filesec with trailing bytes", nil, mut(three, func(b []byte) { binary.LittleEndian.PutUint32(b[12+36:], kauthFilesecNoACL) }), CodeACLMalformed, "without ACL"},
+	}
+	for _, c := range cases {
+		got, detail := macACLQueryOutcome(c.err, c.reply)
+		if got != c.want || !strings.Contains(detail, c.hint) {
+			t.Errorf("%s: got %q %q, want %q containing %q", c.name, got, detail, c.want, c.hint)
+		}
+	}
+}
+
+func TestMacACLClearDecisionTable(t *testing.T) {
+	cases := []struct {
+		err  error
+		want exactfs.Code
+	}{
+		{nil, ""},
+		{syscall.Errno(45), ""},  // ENOTSUP: the filesystem cannot hold an ACL
+		{syscall.Errno(102), ""}, // EOPNOTSUPP
+		{syscall.Errno(93), ""},  // ENOATTR: the xattr fallback had nothing to remove
+		{syscall.Errno(1), CodeACLDenied},
+		{syscall.Errno(13), CodeACLDenied},
+		{syscall.Errno(5), CodeACLIOError},
+		{syscall.Errno(22), CodeACLUnknown}, // EINVAL: the kernel rejected the request
+		{errors.New("boom"), CodeACLUnknown},
+	}
+	for _, c := range cases {
+		if got, _ := macACLClearOutcome(c.err); got != c.want {
+			t.Errorf("clear %v: got %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// The removal request must pass the checks xnu's setattrlist_internal makes
+// before it sets va_acl to NULL, restated here from bsd/vfs/vfs_attrlist.c.
+func TestMacRemoveACLRequestPassesKernelChecks(t *testing.T) {
+	b := macRemoveACLRequest()
+	if len(b) != 52 {
+		t.Fatalf("request is %d bytes, want 52 (attrreference 8 + KAUTH_FILESEC_SIZE(0) 44)", len(b))
+	}
+	off := int32(binary.LittleEndian.Uint32(b))
+	length := binary.LittleEndian.Uint32(b[4:])
+	if off < 0 {
+		t.Fatal("negative attr_dataoffset: EINVAL")
+	}
+	f := b[off:] // cp = cursor (the reference) + attr_dataoffset
+	if len(f) < kauthFilesecHeader {
+		t.Fatal("no space for the filesec: EINVAL")
+	}
+	if m := binary.LittleEndian.Uint32(f); m != kauthFilesecMagic {
+		t.Fatalf("magic %#x: EINVAL", m)
+	}
+	count := binary.LittleEndian.Uint32(f[36:])
+	copySize := uint32(kauthFilesecHeader)
+	if count != kauthFilesecNoACL {
+		t.Fatalf("entry count %#x: this would set an ACL, not delete it", count)
+	}
+	if copySize != length || int(copySize) > len(f) {
+		t.Fatalf("KAUTH_FILESEC_COPYSIZE %d, attr_length %d, room %d: EINVAL", copySize, length, len(f))
+	}
+	for i, x := range f[4:36] {
+		if x != 0 {
+			t.Fatalf("GUID byte %d is %#x, want zero", i, x)
+		}
+	}
+}
