@@ -92,9 +92,3 @@ func answer(res error, busy string) (Answer, string) {
 	}
 	return Unknown, "the kernel cannot tell whether it is open (" + res.Error() + ")"
 }
-
-// HasWriter is Writer(f) == Yes.
-//
-// Deprecated: it is false also when the kernel cannot tell; use Writer,
-// which says Unknown. Removed in the next commit.
-func HasWriter(f *os.File) bool { a, _ := Writer(f); return a == Yes }
