@@ -141,5 +141,9 @@ func macACLQueryOutcome(err error, reply []byte) (exactfs.Code, string) {
 	if want := int64(kauthFilesecHeader) + int64(count)*kauthACESize; n != want {
 		return malformed(fmt.Sprintf("%d ACL entries in %d bytes, want %d bytes", count, n, want))
 	}
-	return CodeACLPresent, fmt.Sprintf("an extended ACL with %d entries is present (ls -le shows it; chmod -N removes it)", count)
+	entries := "entries"
+	if count == 1 {
+		entries = "entry"
+	}
+	return CodeACLPresent, fmt.Sprintf("an extended ACL with %d %s is present (ls -le shows it; chmod -N removes it)", count, entries)
 }

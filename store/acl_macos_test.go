@@ -50,6 +50,7 @@ func TestMacACLQueryDecisionTable(t *testing.T) {
 		{"three entries", nil, three, CodeACLPresent, "3 entries"},
 		{"empty ACL is still an ACL", nil, empty, CodeACLPresent, "0 entries"},
 		{"kernel maximum", nil, full, CodeACLPresent, "128 entries"},
+		{"one entry", nil, macReply(1, 1), CodeACLPresent, "1 entry is"},
 		{"EPERM", syscall.Errno(1), nil, CodeACLDenied, "refused"},
 		{"EACCES", syscall.Errno(13), nil, CodeACLDenied, "refused"},
 		{"EIO", syscall.Errno(5), nil, CodeACLIOError, "I/O"},
