@@ -44,8 +44,17 @@ var extendedSecurity = unix.Attrlist{
 	Commonattr:  unix.ATTR_CMN_EXTENDED_SECURITY,
 }
 
+// aclClear removes the extended ACL unless a query proves there is none:
+// unlike Linux's fremovexattr of an absent attribute, a removal through
+// fsetattrlist is a metadata write (it moves ctime), which a new file with
+// no ACL, the usual case, need not pay.
 func aclClear(op, path string, fd int, attr string) error {
 	a := extendedSecurity
+	reply := make([]byte, macACLReplyCapacity)
+	if !macACLNeedsClear(macACLQueryOutcome(sys.Fgetattrlist(fd, &a, reply, 0), reply)) {
+		return nil
+	}
+	a = extendedSecurity
 	err := sys.Fsetattrlist(fd, &a, macRemoveACLRequest(), 0)
 	if c, detail := macACLClearOutcome(err); c != "" {
 		return aclErr(op, path, c, ACLClear, attr, detail, err)

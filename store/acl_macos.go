@@ -59,6 +59,13 @@ func macRemoveACLRequest() []byte {
 	return b
 }
 
+// macACLNeedsClear decides, from a query made before the removal, whether
+// the removal is needed: only a query that proved "no ACL" spares it. A
+// query refused (an entry that denies the owner readsecurity), malformed or
+// failed still tries the removal, which the owner may make regardless; the
+// query after it decides.
+func macACLNeedsClear(c exactfs.Code, _ string) bool { return c != "" }
+
 // macACLClearOutcome maps the fsetattrlist result onto SPEC §5.1's codes;
 // "" is success. A filesystem that cannot hold an ACL (ENOTSUP,
 // EOPNOTSUPP) or has none to remove (ENOATTR, from the kernel's xattr

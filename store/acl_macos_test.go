@@ -81,6 +81,29 @@ func TestMacACLQueryDecisionTable(t *testing.T) {
 	}
 }
 
+// Apply removes the ACL unless a query proved there is none: a refused or
+// unreadable answer still tries the removal.
+func TestMacACLNeedsClear(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		reply []byte
+		want  bool
+	}{
+		{nil, macReply(0xdead, 0), false},
+		{nil, macReply(kauthFilesecNoACL, 0), false},
+		{syscall.Errno(45), nil, false},
+		{nil, macReply(2, 2), true},
+		{nil, macReply(0, 0), true},
+		{syscall.Errno(13), nil, true},
+		{syscall.Errno(5), nil, true},
+		{nil, make([]byte, 3), true},
+	} {
+		if got := macACLNeedsClear(macACLQueryOutcome(c.err, c.reply)); got != c.want {
+			t.Errorf("query %v: needs clear %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
 func TestMacACLClearDecisionTable(t *testing.T) {
 	cases := []struct {
 		err  error
