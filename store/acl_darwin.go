@@ -44,30 +44,17 @@ var extendedSecurity = unix.Attrlist{
 	Commonattr:  unix.ATTR_CMN_EXTENDED_SECURITY,
 }
 
-// aclClear removes the extended ACL unless a query proves there is none:
-// unlike Linux's fremovexattr of an absent attribute, a removal through
-// fsetattrlist is a metadata write (it moves ctime), which a new file with
-// no ACL, the usual case, need not pay.
-func aclClear(op, path string, fd int, attr string) error {
-	a := extendedSecurity
-	reply := make([]byte, macACLReplyCapacity)
-	if !macACLNeedsClear(macACLQueryOutcome(sys.Fgetattrlist(fd, &a, reply, 0), reply)) {
-		return nil
-	}
-	a = extendedSecurity
-	err := sys.Fsetattrlist(fd, &a, macRemoveACLRequest(), 0)
-	if c, detail := macACLClearOutcome(err); c != "" {
-		return aclErr(op, path, c, ACLClear, attr, detail, err)
-	}
-	return nil
+var macKernel = macACLCalls{
+	get: func(fd int, reply []byte) error {
+		a := extendedSecurity
+		return sys.Fgetattrlist(fd, &a, reply, 0)
+	},
+	set: func(fd int, request []byte) error {
+		a := extendedSecurity
+		return sys.Fsetattrlist(fd, &a, request, 0)
+	},
 }
 
-func aclQuery(op, path string, fd int, attr string) error {
-	a := extendedSecurity
-	reply := make([]byte, macACLReplyCapacity)
-	err := sys.Fgetattrlist(fd, &a, reply, 0)
-	if c, detail := macACLQueryOutcome(err, reply); c != "" {
-		return aclErr(op, path, c, ACLQuery, attr, detail, err)
-	}
-	return nil
-}
+func aclClear(op, path string, fd int, attr string) error { return macKernel.clear(op, path, fd, attr) }
+
+func aclQuery(op, path string, fd int, attr string) error { return macKernel.query(op, path, fd, attr) }

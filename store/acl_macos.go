@@ -1,3 +1,5 @@
+//go:build unix
+
 package store
 
 import (
@@ -9,9 +11,9 @@ import (
 	"github.com/exactfs/exactfs"
 )
 
-// The macOS extended-ACL decision table, kept free of build tags so that it
-// is compiled and unit-tested on every platform (acl_macos_test.go); only
-// acl_darwin.go makes the calls. The errno values are darwin's
+// The macOS extended-ACL check, built on every Unix so that it is
+// unit-tested on Linux (acl_macos_test.go) against a model of xnu; only
+// acl_darwin.go binds it to the kernel's calls. The errno values are darwin's
 // (bsd/sys/errno.h), not the host's: acl_darwin.go checks at compile time
 // that they equal package syscall's on darwin.
 //
@@ -153,4 +155,38 @@ func macACLQueryOutcome(err error, reply []byte) (exactfs.Code, string) {
 		entries = "entry"
 	}
 	return CodeACLPresent, fmt.Sprintf("an extended ACL with %d %s is present (ls -le shows it; chmod -N removes it)", count, entries)
+}
+
+// macACLCalls are the two calls the macOS check makes on a descriptor,
+// fgetattrlist and fsetattrlist with ATTR_CMN_EXTENDED_SECURITY alone:
+// acl_darwin.go binds them to the kernel, tests to a model of xnu.
+type macACLCalls struct {
+	get func(fd int, reply []byte) error
+	set func(fd int, request []byte) error
+}
+
+// clear removes the extended ACL unless a query proves there is none:
+// unlike Linux's fremovexattr of an absent attribute, a removal through
+// fsetattrlist is a metadata write (it moves ctime), which a new file with
+// no ACL, the usual case, need not pay.
+func (m macACLCalls) clear(op, path string, fd int, attr string) error {
+	reply := make([]byte, macACLReplyCapacity)
+	if !macACLNeedsClear(macACLQueryOutcome(m.get(fd, reply), reply)) {
+		return nil
+	}
+	err := m.set(fd, macRemoveACLRequest())
+	if c, detail := macACLClearOutcome(err); c != "" {
+		return aclErr(op, path, c, ACLClear, attr, detail, err)
+	}
+	return nil
+}
+
+// query fails unless the kernel shows no extended ACL.
+func (m macACLCalls) query(op, path string, fd int, attr string) error {
+	reply := make([]byte, macACLReplyCapacity)
+	err := m.get(fd, reply)
+	if c, detail := macACLQueryOutcome(err, reply); c != "" {
+		return aclErr(op, path, c, ACLQuery, attr, detail, err)
+	}
+	return nil
 }

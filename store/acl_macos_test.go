@@ -1,3 +1,5 @@
+//go:build unix
+
 package store
 
 import (
@@ -157,5 +159,115 @@ func TestMacRemoveACLRequestPassesKernelChecks(t *testing.T) {
 		if x != 0 {
 			t.Fatalf("GUID byte %d is %#x, want zero", i, x)
 		}
+	}
+}
+
+// xnuACL models what xnu does with the two calls on one file, from
+// bsd/vfs/vfs_attrlist.c and vnode_authorize_simple: a query packs the ACL
+// (or an empty reference), refused with EACCES when an entry denies the
+// owner readsecurity; a removal request is checked as setattrlist_internal
+// checks it, and the owner may always make it (WRITE_SECURITY is implicit
+// for the owner).
+type xnuACL struct {
+	aces          int // -1: no ACL
+	denyOwnerRead bool
+	setErr        error // a refusal the model cannot derive (immutable, read-only volume)
+	sets          int
+}
+
+func (k *xnuACL) calls() macACLCalls { return macACLCalls{get: k.get, set: k.set} }
+
+func (k *xnuACL) get(_ int, reply []byte) error {
+	if k.aces >= 0 && k.denyOwnerRead {
+		return syscall.Errno(13)
+	}
+	entries := uint32(0xdead)
+	if k.aces >= 0 {
+		entries = uint32(k.aces)
+	}
+	copy(reply, macReply(entries, max(k.aces, 0)))
+	return nil
+}
+
+func (k *xnuACL) set(_ int, req []byte) error {
+	if len(req) < attrReferenceSize {
+		return syscall.Errno(22)
+	}
+	off := int32(binary.LittleEndian.Uint32(req))
+	length := binary.LittleEndian.Uint32(req[4:])
+	if off < 0 || int(off)+kauthFilesecHeader > len(req) {
+		return syscall.Errno(22)
+	}
+	f := req[off:]
+	count := binary.LittleEndian.Uint32(f[36:])
+	copySize := uint32(kauthFilesecHeader)
+	if count != kauthFilesecNoACL {
+		copySize += count * kauthACESize
+	}
+	if binary.LittleEndian.Uint32(f) != kauthFilesecMagic || copySize != length || int(copySize) > len(f) {
+		return syscall.Errno(22)
+	}
+	if k.setErr != nil {
+		return k.setErr
+	}
+	k.sets++
+	if count == kauthFilesecNoACL {
+		k.aces, k.denyOwnerRead = -1, false
+	} else {
+		k.aces = int(count)
+	}
+	return nil
+}
+
+// Apply's clear-then-query and Verify's query, run against the model: the
+// outcome, and whether a removal was written.
+func TestMacACLAgainstXNUModel(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		k           xnuACL
+		verify      exactfs.Code // a query before anything
+		apply       exactfs.Code // clear, then query
+		applyOp     string
+		wantSets    int
+		afterVerify exactfs.Code
+	}{
+		{"no ACL: nothing written", xnuACL{aces: -1}, "", "", "", 0, ""},
+		{"two entries: removed", xnuACL{aces: 2}, CodeACLPresent, "", "", 1, ""},
+		{"an empty ACL: removed", xnuACL{aces: 0}, CodeACLPresent, "", "", 1, ""},
+		{"the owner may not read it, but may remove it", xnuACL{aces: 1, denyOwnerRead: true}, CodeACLDenied, "", "", 1, ""},
+		{"removal refused", xnuACL{aces: 1, setErr: syscall.Errno(1)}, CodeACLPresent, CodeACLDenied, ACLClear, 0, CodeACLPresent},
+		{"removal I/O error", xnuACL{aces: 1, setErr: syscall.Errno(5)}, CodeACLPresent, CodeACLIOError, ACLClear, 0, CodeACLPresent},
+		{"read-only volume", xnuACL{aces: 1, setErr: syscall.Errno(30)}, CodeACLPresent, CodeACLUnknown, ACLClear, 0, CodeACLPresent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := c.k
+			m := k.calls()
+			code := func(err error) (exactfs.Code, string) {
+				var e *Error
+				if err == nil {
+					return "", ""
+				}
+				if !errors.As(err, &e) {
+					t.Fatalf("not a store error: %v", err)
+				}
+				return e.Code, e.ACLOperation
+			}
+			if got, _ := code(m.query("verify", "p", 3, ACLAccess)); got != c.verify {
+				t.Fatalf("verify: %q, want %q", got, c.verify)
+			}
+			err := m.clear("apply", "p", 3, ACLAccess)
+			if err == nil {
+				err = m.query("apply", "p", 3, ACLAccess)
+			}
+			if got, op := code(err); got != c.apply || op != c.applyOp {
+				t.Fatalf("apply: %q (%s), want %q (%s): %v", got, op, c.apply, c.applyOp, err)
+			}
+			if k.sets != c.wantSets {
+				t.Fatalf("%d removals written, want %d", k.sets, c.wantSets)
+			}
+			if got, _ := code(m.query("verify", "p", 3, ACLAccess)); got != c.afterVerify {
+				t.Fatalf("verify after apply: %q, want %q", got, c.afterVerify)
+			}
+		})
 	}
 }
