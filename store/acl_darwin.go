@@ -11,12 +11,14 @@ import (
 // macOS keeps a file's extended ACL (inherited entries included) in one
 // kernel-managed object; "has an ACL" means that object holds an ACL. It is
 // read and removed through the descriptor with fgetattrlist/fsetattrlist
-// and ATTR_CMN_EXTENDED_SECURITY, which the owner may always use (xnu grants
-// the owner WRITE_SECURITY implicitly and READ_SECURITY through the mode
-// bits unless an ACL entry denies it). The xattr com.apple.system.Security
-// that stores it is not usable: the kernel refuses to remove it for every
-// caller and to read it for every caller but root. What the calls return
-// is decided by the table in acl_macos.go, unit-tested on every platform.
+// and ATTR_CMN_EXTENDED_SECURITY. The owner may always remove it (xnu
+// grants the owner WRITE_SECURITY implicitly) and may read it unless an ACL
+// entry denies the owner readsecurity (then the query answers EACCES:
+// acl_denied, and Apply still removes it). The xattr
+// com.apple.system.Security that stores it is not usable: the kernel
+// refuses to remove it for every caller and to read it for every caller but
+// root. What the calls return is decided in acl_macos.go, unit-tested on
+// every Unix against a model of xnu.
 //
 // Not yet run on a Mac: MACOS.md lists the checks that would confirm it.
 
