@@ -115,9 +115,9 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		held, _ := ofdHeld(f)
 		// A sidecar a process still has open for writing is being
 		// written, however old the claim looks: its taker is alive.
-		writing := idle.HasWriter(f)
+		writer, _ := idle.Writer(f)
 		f.Close()
-		if held || writing {
+		if held || writer != idle.No {
 			return nil
 		}
 		if age(s.id) < RecoverClaimAge {

@@ -10,8 +10,10 @@
 // must find what the store wrote, not a stranger's directory.
 //
 // Everything the store creates is owner-only (directories 0700, files 0600,
-// no POSIX ACL) and verified through a descriptor proved to be the object,
-// never by pathname alone; see [ApplyOwnerOnly] and [VerifyOwnerOnly].
+// no ACL: Linux's POSIX ACL attributes, macOS's extended ACL) and verified
+// through a descriptor proved to be the object, never by pathname alone;
+// see [ApplyOwnerOnly] and [VerifyOwnerOnly]. Other Unix systems have ACLs
+// this package cannot read, and fail closed with acl_unavailable.
 //
 // A [Lease] is a lock file holding a JSON record with an
 // expiry. It is kept alive by a heartbeat, checked by [Lease.AssertOwned],

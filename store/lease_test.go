@@ -55,8 +55,7 @@ func TestLeaseRecordOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if r.AttemptID != l.AttemptID() || r.Pid != os.Getpid() || r.BootID != strings.TrimSpace(string(boot)) ||
+	if r.AttemptID != l.AttemptID() || r.Pid != os.Getpid() || r.BootID != kernelBootID(t) ||
 		r.ProcessStartID != processStartID() || r.CreatedAt < before || r.HeartbeatAt != r.CreatedAt ||
 		r.LeaseExpiresAt != r.CreatedAt+DefaultLeaseDuration.Milliseconds() || r.Released || r.Fence != 1 || l.Fence() != 1 {
 		t.Fatalf("record %+v", r)

@@ -35,7 +35,9 @@ func (k Kind) perm() uint32 {
 // ApplyOwnerOnly makes the open file or directory f owner-only: it checks
 // that the effective user owns it (it never changes the owner:
 // owner_mismatch), sets the mode to exactly 0600 (file) or 0700
-// (directory) with fchmod, clears the POSIX ACL attributes and queries them
+// (directory) with fchmod, clears the ACL (Linux: the POSIX ACL
+// attributes, with fremovexattr; macOS: the extended ACL, with
+// fsetattrlist, when a query does not prove it absent) and queries it
 // again, and finally verifies the result. Everything is done on the
 // descriptor, so a path swapped for a link in the meantime cannot redirect
 // it.

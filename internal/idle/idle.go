@@ -35,26 +35,60 @@ func probe(f *os.File, lease func(fd int) error, busy string) (string, error) {
 	if err := sys.Control(f, func(fd int) error { res = lease(fd); return nil }); err != nil {
 		return "", err
 	}
-	switch {
-	case res == nil:
-		return "", nil
-	case res == sys.ErrWouldBlock:
-		return busy, nil
-	case res == sys.ErrUnsupported:
-		return "the kernel cannot tell whether it is open on this system", nil
-	default:
-		return "the kernel cannot tell whether it is open (" + res.Error() + ")", nil
-	}
+	_, why := answer(res, busy)
+	return why, nil
 }
 
-// HasWriter reports whether the kernel proved that a process on this host
-// has f's file open for writing (f itself read-only). It is false also when
-// the kernel cannot tell: callers use it to keep what is provably still
-// being written, never as a proof that nothing is.
-func HasWriter(f *os.File) bool {
+// Answer is what the kernel could say about a question on open files.
+// The zero value is Unknown, so that an answer nobody set never reads as a
+// proof.
+type Answer int8
+
+const (
+	// Unknown: the kernel cannot tell here (no lease probe on this system,
+	// a file it refuses to probe, a probe that failed). It proves nothing
+	// either way: a caller that would remove or reclaim on No must keep on
+	// Unknown, and say that it did not know.
+	Unknown Answer = iota
+	// No: the kernel proved there is no such descriptor.
+	No
+	// Yes: the kernel proved there is one.
+	Yes
+)
+
+func (a Answer) String() string {
+	switch a {
+	case No:
+		return "no"
+	case Yes:
+		return "yes"
+	}
+	return "unknown"
+}
+
+// Writer reports whether a process on this host has f's file open for
+// writing (f itself read-only): Yes or No when the kernel proved it,
+// Unknown when it cannot tell, with why in words for Unknown and Yes ("" for
+// No). Unknown is not No: it is what every system without Linux's lease
+// probe answers (macOS, the BSDs), and what Linux answers for files it will
+// not lease.
+func Writer(f *os.File) (Answer, string) {
 	var res error
 	if err := sys.Control(f, func(fd int) error { res = sys.ProbeNoWriter(fd); return nil }); err != nil {
-		return false
+		return Unknown, "the kernel cannot tell whether it is open for writing (" + err.Error() + ")"
 	}
-	return res == sys.ErrWouldBlock
+	return answer(res, "a process has it open for writing")
+}
+
+// answer maps a lease probe's result onto an Answer and its reason.
+func answer(res error, busy string) (Answer, string) {
+	switch {
+	case res == nil:
+		return No, ""
+	case res == sys.ErrWouldBlock:
+		return Yes, busy
+	case res == sys.ErrUnsupported:
+		return Unknown, "the kernel cannot tell whether it is open on this system"
+	}
+	return Unknown, "the kernel cannot tell whether it is open (" + res.Error() + ")"
 }

@@ -5,6 +5,7 @@ package idle
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,46 @@ func TestNoWriter(t *testing.T) {
 	w.Close()
 	if why, err := NoWriter(f); why != "" || err != nil {
 		t.Fatalf("after the writer closed it: %q, %v", why, err)
+	}
+}
+
+func TestWriter(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if a, why := Writer(f); a != No || why != "" {
+		t.Fatalf("a file open only for reading: %v %q", a, why)
+	}
+	w, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if a, why := Writer(f); a != Yes || why == "" {
+		t.Fatalf("a file open for writing: %v %q", a, why)
+	}
+}
+
+// The kernel refuses a lease on anything but a regular file (EINVAL): the
+// answer is Unknown, never No. HasWriter, which this replaced, answered
+// false here, which its caller read as "nobody is writing it".
+func TestWriterUnknownWhereTheKernelCannotTell(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close() // a writer exists; the probe cannot see it
+	if a, why := Writer(r); a != Unknown || !strings.Contains(why, "cannot tell") {
+		t.Fatalf("a pipe with a live writer: %v %q, want unknown", a, why)
+	}
+	if why, err := NoWriter(r); why == "" || err != nil {
+		t.Fatalf("NoWriter on a pipe: %q, %v: must not prove anything", why, err)
 	}
 }

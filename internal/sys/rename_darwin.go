@@ -32,5 +32,25 @@ func Fsync(fd int) error {
 	})
 }
 
+// FsyncBarrier writes fd's data and metadata to the drive and orders them
+// before any write issued after it (fcntl F_BARRIERFSYNC), without F_FULLFSYNC's
+// flush of the drive's whole cache. It suffices where a full flush follows
+// before anything is promised: a staged file before the rename that
+// publishes it, when the directory is then flushed with Fsync (F_FULLFSYNC
+// empties the drive's cache, the staged bytes included, and the barrier
+// keeps a rename that reached the medium from overtaking them). It is not a
+// durability promise on its own. Where the filesystem has no barrier the
+// kernel (macOS 11 and later) promotes it to F_FULLFSYNC; older kernels'
+// refusals are promoted here, then fall back as Fsync does.
+func FsyncBarrier(fd int) error {
+	return retry(func() error {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_BARRIERFSYNC, 0)
+		if err == unix.ENOTSUP || err == unix.EINVAL || err == unix.ENOTTY {
+			return Fsync(fd)
+		}
+		return err
+	})
+}
+
 // OpenDirNoSymlinks has no one-call form on macOS; the caller walks.
 func OpenDirNoSymlinks(dirfd int, path string) (int, error) { return -1, unix.ENOSYS }
