@@ -548,15 +548,20 @@ func (b *bench) print(w io.Writer) {
 		}
 		return s
 	}
+	allGroup := !slices.ContainsFunc(b.kinds, func(k string) bool { return !isGroup(k) })
 	for _, p := range b.procs {
 		k := max(1, b.total/p)
+		label := fmt.Sprintf("P=%d × %d", p, k)
+		if allGroup {
+			label = fmt.Sprintf("P=%d × %d goroutines × %d", p, b.goroutines, b.perWorker(kindGroupGofrs, p))
+		}
 		if p == 1 {
-			row(fmt.Sprintf("P=1 × %d, µs / increment", k), func(kind string) string {
+			row(label+", µs / increment", func(kind string) string {
 				return withRatio(fmt.Sprintf("%.0f", 1e6/med(p, kind, perSec)), p, kind, perSec, true)
 			})
 			continue
 		}
-		row(fmt.Sprintf("P=%d × %d, increments/s", p, k), func(kind string) string {
+		row(label+", increments/s", func(kind string) string {
 			return withRatio(fmt.Sprintf("%.0f", med(p, kind, perSec)), p, kind, perSec, false)
 		})
 	}
