@@ -8,11 +8,19 @@
 // write, and statelock.Update (with its default early release, and with the
 // lock held through the directory fsync), in one run, interleaved round by round, on
 // the filesystem of a given directory (and, as root, on a fresh tmpfs and a
-// loop-mounted xfs). It prints one markdown table per filesystem: throughput
-// and its ratio to gofrs/flock, acquire percentiles, hand-offs and CPU.
+// loop-mounted xfs). Beside them: SQLite (a BEGIN IMMEDIATE transaction on
+// one row, WAL, synchronous=FULL, busy timeout), and the group kinds, several
+// goroutines per process (gofrs/flock with one handle per goroutine, and
+// statelock.Update). It prints one markdown table per filesystem: throughput
+// and its ratio to gofrs/flock, acquire percentiles, hand-offs, CPU, and
+// (with strace) system calls per increment; with -mixed, a run of Go workers
+// beside TypeScript reference workers on one file, checked for lost updates
+// and overlapping critical sections.
 //
 //	cd bench && go run . -dir /var/tmp             # the disk of /var/tmp
 //	cd bench && sudo go run . -fs dir,tmpfs,xfs,ext4  # plus fresh tmpfs, loop xfs, loop ext4
+//	cd bench && go run . -kinds group-gofrs,group-update -procs 1,2 -goroutines 4
+//	cd bench && go run . -kinds gofrs,update,sqlite -mixed 2+2
 //
 // It lives in its own module so that the library needs nothing but
 // golang.org/x/sys.
@@ -177,7 +185,6 @@ type runResult struct {
 	handoffs int
 	possible int     // increments - 1
 	acquire  []int64 // every increment's acquire time
-	workers  []workerResult
 }
 
 // perWorker is the increments each worker process does in a run of kind
@@ -303,7 +310,6 @@ func (b *bench) once(r runSpec) (runResult, error) {
 		res.handoffs += w.Handoffs
 		res.acquire = append(res.acquire, w.Acquire...)
 	}
-	res.workers = ws
 	n := k * p * g
 	var got []byte
 	if kind == kindSQLite {
