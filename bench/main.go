@@ -8,11 +8,19 @@
 // write, and statelock.Update (with its default early release, and with the
 // lock held through the directory fsync), in one run, interleaved round by round, on
 // the filesystem of a given directory (and, as root, on a fresh tmpfs and a
-// loop-mounted xfs). It prints one markdown table per filesystem: throughput
-// and its ratio to gofrs/flock, acquire percentiles, hand-offs and CPU.
+// loop-mounted xfs). Beside them: SQLite (a BEGIN IMMEDIATE transaction on
+// one row, WAL, synchronous=FULL, busy timeout), and the group kinds, several
+// goroutines per process (gofrs/flock with one handle per goroutine, and
+// statelock.Update). It prints one markdown table per filesystem: throughput
+// and its ratio to gofrs/flock, acquire percentiles, hand-offs, CPU, and
+// (with strace) system calls per increment; with -mixed, a run of Go workers
+// beside TypeScript reference workers on one file, checked for lost updates
+// and overlapping critical sections.
 //
 //	cd bench && go run . -dir /var/tmp             # the disk of /var/tmp
 //	cd bench && sudo go run . -fs dir,tmpfs,xfs,ext4  # plus fresh tmpfs, loop xfs, loop ext4
+//	cd bench && go run . -kinds group-gofrs,group-update -procs 1,2 -goroutines 4
+//	cd bench && go run . -kinds gofrs,update,sqlite -mixed 2+2
 //
 // It lives in its own module so that the library needs nothing but
 // golang.org/x/sys.
@@ -53,6 +61,9 @@ func main() {
 	total := flag.Int("n", 800, "increments per run, split over the P workers (K = n/P)")
 	rounds := flag.Int("rounds", 3, "rounds; every round runs each kind once per P, in a rotated order")
 	kindList := flag.String("kinds", strings.Join(kinds, ","), "comma-separated kinds: "+strings.Join(kinds, ", "))
+	goroutines := flag.Int("goroutines", 4, "goroutines per worker process for the group kinds (each does n/(P·goroutines) increments)")
+	straceMode := flag.String("strace", "auto", "count system calls per increment of every kind with strace -f -c (P=1, two run lengths, the difference): on, off, or auto (on where strace is installed)")
+	mixedSpec := flag.String("mixed", "", "G+T: also run G Go workers (statelock.Lock + the same write, hold-logged) beside T TypeScript reference workers on one state file, once per round; needs node 20+ and shared/interop/ts-seed")
 	flag.Parse()
 	procs, err := parseInts(*procsList)
 	if err != nil {
@@ -64,8 +75,27 @@ func main() {
 			fail("-kinds: unknown kind %q (want some of %s)", k, strings.Join(kinds, ","))
 		}
 	}
-	if *rounds < 1 || *total < 1 {
-		fail("-rounds and -n must be at least 1")
+	if *rounds < 1 || *total < 1 || *goroutines < 1 {
+		fail("-rounds, -n and -goroutines must be at least 1")
+	}
+	var strace string
+	switch *straceMode {
+	case "off":
+	case "on", "auto":
+		if strace, err = exec.LookPath("strace"); err != nil {
+			if *straceMode == "on" {
+				fail("-strace on: %v", err)
+			}
+			strace = ""
+		}
+	default:
+		fail("-strace: %q is not on, off or auto", *straceMode)
+	}
+	var mixed *mixedRun
+	if *mixedSpec != "" {
+		if mixed, err = parseMixed(*mixedSpec); err != nil {
+			fail("-mixed: %v", err)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -94,7 +124,8 @@ func main() {
 				(*c)()
 			}
 		}
-		b := &bench{self: self, base: base, procs: procs, kinds: ks, total: *total, rounds: *rounds}
+		b := &bench{self: self, base: base, procs: procs, kinds: ks, total: *total, rounds: *rounds,
+			goroutines: *goroutines, strace: strace, mixed: mixed}
 		b.fs = describeFS(base)
 		err = b.run()
 		cleanup()
@@ -130,7 +161,12 @@ type bench struct {
 	procs         []int
 	kinds         []string
 	total, rounds int
+	goroutines    int                  // per worker, for the group kinds
+	strace        string               // strace's path, "" to count no system calls
+	mixed         *mixedRun            // nil: no mixed run with TypeScript workers
 	results       map[cell][]runResult // one per round
+	syscalls      map[string]syscallCount
+	mixedResults  []mixedResult // one per round
 	started       time.Time
 	elapsed       time.Duration
 	loadBefore    string // /proc/loadavg's 1-minute figure, "" where there is none
@@ -151,6 +187,24 @@ type runResult struct {
 	acquire  []int64 // every increment's acquire time
 }
 
+// perWorker is the increments each worker process does in a run of kind
+// with p workers: n split over the workers, and over each worker's
+// goroutines for a group kind (then it is per goroutine).
+func (b *bench) perWorker(kind string, p int) int {
+	if isGroup(kind) {
+		return max(1, b.total/(p*b.goroutines))
+	}
+	return max(1, b.total/p)
+}
+
+// increments is the count a run of kind with p workers must end with.
+func (b *bench) increments(kind string, p int) int {
+	if isGroup(kind) {
+		return b.perWorker(kind, p) * p * b.goroutines
+	}
+	return b.perWorker(kind, p) * p
+}
+
 func (b *bench) run() error {
 	b.results = map[cell][]runResult{}
 	b.started = time.Now()
@@ -163,7 +217,7 @@ func (b *bench) run() error {
 			for i := range b.kinds {
 				kind := b.kinds[(i+r+pi)%len(b.kinds)]
 				seq++
-				res, err := b.once(kind, p, seq)
+				res, err := b.once(runSpec{kind: kind, p: p, k: b.perWorker(kind, p), seq: seq})
 				if err != nil {
 					return fmt.Errorf("%s, P=%d, round %d: %w", kindTitle[kind], p, r+1, err)
 				}
@@ -171,76 +225,83 @@ func (b *bench) run() error {
 				b.results[c] = append(b.results[c], res)
 			}
 		}
+		if b.mixed != nil {
+			seq++
+			m, err := b.runMixed(seq)
+			if err != nil {
+				return fmt.Errorf("mixed Go+TypeScript run, round %d: %w", r+1, err)
+			}
+			b.mixedResults = append(b.mixedResults, m)
+		}
 		fmt.Fprintf(os.Stderr, "bench: %s: round %d of %d done\n", b.base, r+1, b.rounds)
+	}
+	if b.strace != "" {
+		b.syscalls = map[string]syscallCount{}
+		for _, kind := range b.kinds {
+			seq++
+			c, err := b.countSyscalls(kind, seq)
+			if err != nil {
+				return fmt.Errorf("%s, counting system calls: %w", kindTitle[kind], err)
+			}
+			b.syscalls[kind] = c
+		}
 	}
 	b.elapsed = time.Since(b.started)
 	b.loadAfter = loadavg()
 	return nil
 }
 
+// runSpec is one run: p workers of kind, k increments each (per
+// goroutine for a group kind); with strace set, worker 1 runs under
+// strace -f -c writing its summary to strace.
+type runSpec struct {
+	kind     string
+	p, k     int
+	seq      int
+	strace   string
+	straceTo string
+}
+
 // once runs P workers of kind on a fresh state file and checks the count.
-func (b *bench) once(kind string, p, seq int) (runResult, error) {
-	dir := filepath.Join(b.base, fmt.Sprintf("run-%03d-%s-p%d", seq, kind, p))
+func (b *bench) once(r runSpec) (runResult, error) {
+	kind, p, k := r.kind, r.p, r.k
+	dir := filepath.Join(b.base, fmt.Sprintf("run-%03d-%s-p%d", r.seq, kind, p))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return runResult{}, err
 	}
 	defer os.RemoveAll(dir)
 	configRoot := filepath.Join(b.base, "config")
 	state := filepath.Join(dir, "state.json")
-	k := max(1, b.total/p)
-	type child struct {
-		cmd   *exec.Cmd
-		in    io.WriteCloser
-		out   *bufio.Reader
-		errBf strings.Builder
-	}
-	var kids []*child
-	defer func() {
-		for _, c := range kids {
-			if c.cmd.ProcessState == nil {
-				c.cmd.Process.Kill()
-				waitWorker(c.cmd)
-			}
+	if kind == kindSQLite {
+		if err := sqliteSetup(sqlitePath(state)); err != nil {
+			return runResult{}, err
 		}
-	}()
+	}
+	g := 1
+	if isGroup(kind) {
+		g = b.goroutines
+	}
+	kids := &children{}
+	defer kids.kill()
 	for id := range p {
-		c := &child{cmd: exec.Command(b.self, kind, state, configRoot, strconv.Itoa(k), strconv.Itoa(id+1))}
-		c.cmd.Env = append(os.Environ(), workerEnv+"=1")
-		c.cmd.Stderr = &c.errBf
-		in, err := c.cmd.StdinPipe()
-		if err != nil {
-			return runResult{}, err
+		args := []string{b.self, kind, state, configRoot, strconv.Itoa(k), strconv.Itoa(id + 1)}
+		if r.strace != "" && id == 0 {
+			args = append([]string{r.strace, "-f", "-c", "-o", r.straceTo, "--"}, args...)
 		}
-		out, err := c.cmd.StdoutPipe()
-		if err != nil {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), workerEnv+"=1", goroutinesEnv+"="+strconv.Itoa(g))
+		if err := kids.start(cmd); err != nil {
 			return runResult{}, err
-		}
-		c.in, c.out = in, bufio.NewReader(out)
-		if err := startWorker(c.cmd); err != nil {
-			return runResult{}, err
-		}
-		kids = append(kids, c)
-	}
-	for _, c := range kids {
-		if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
-			waitWorker(c.cmd)
-			return runResult{}, fmt.Errorf("a worker did not start (%q, %v): %s", line, err, c.errBf.String())
 		}
 	}
-	for _, c := range kids {
-		c.in.Write([]byte{1})
-		c.in.Close()
+	ws, err := kids.run()
+	if err != nil {
+		return runResult{}, err
 	}
 	var res runResult
 	var first, last int64
 	var cpu int64
-	for i, c := range kids {
-		var w workerResult
-		derr := json.NewDecoder(c.out).Decode(&w)
-		werr := waitWorker(c.cmd)
-		if werr != nil || derr != nil {
-			return runResult{}, fmt.Errorf("worker %d: %v %v: %s", i+1, werr, derr, strings.TrimSpace(c.errBf.String()))
-		}
+	for i, w := range ws {
 		if i == 0 || w.StartNs < first {
 			first = w.StartNs
 		}
@@ -249,8 +310,13 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 		res.handoffs += w.Handoffs
 		res.acquire = append(res.acquire, w.Acquire...)
 	}
-	n := k * p
-	got, err := os.ReadFile(state)
+	n := k * p * g
+	var got []byte
+	if kind == kindSQLite {
+		got, err = sqliteRead(sqlitePath(state))
+	} else {
+		got, err = os.ReadFile(state)
+	}
 	if err != nil {
 		return runResult{}, err
 	}
@@ -262,6 +328,91 @@ func (b *bench) once(kind string, p, seq int) (runResult, error) {
 	res.cpuNs = float64(cpu) / float64(n)
 	res.possible = n - 1
 	return res, nil
+}
+
+// children are the worker processes of one run.
+type children struct {
+	kids []*child
+}
+
+type child struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	errBf strings.Builder
+}
+
+// start starts a worker with its stdin and stdout piped.
+func (cs *children) start(cmd *exec.Cmd) error {
+	c := &child{cmd: cmd}
+	c.cmd.Stderr = &c.errBf
+	in, err := c.cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	c.in, c.out = in, bufio.NewReader(out)
+	if err := startWorker(c.cmd); err != nil {
+		return err
+	}
+	cs.kids = append(cs.kids, c)
+	return nil
+}
+
+// ready waits until every worker has said "ready".
+func (cs *children) ready() error {
+	for _, c := range cs.kids {
+		if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+			waitWorker(c.cmd)
+			return fmt.Errorf("a worker did not start (%q, %v): %s", line, err, c.errBf.String())
+		}
+	}
+	return nil
+}
+
+// go lets every worker begin.
+func (cs *children) goAhead() {
+	for _, c := range cs.kids {
+		c.in.Write([]byte{1})
+		c.in.Close()
+	}
+}
+
+// wait collects every worker's result.
+func (cs *children) wait() ([]workerResult, error) {
+	var ws []workerResult
+	for i, c := range cs.kids {
+		var w workerResult
+		derr := json.NewDecoder(c.out).Decode(&w)
+		werr := waitWorker(c.cmd)
+		if werr != nil || derr != nil {
+			return nil, fmt.Errorf("worker %d: %v %v: %s", i+1, werr, derr, strings.TrimSpace(c.errBf.String()))
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// run starts the workers together and collects their results.
+func (cs *children) run() ([]workerResult, error) {
+	if err := cs.ready(); err != nil {
+		return nil, err
+	}
+	cs.goAhead()
+	return cs.wait()
+}
+
+// kill kills and reaps the workers still running.
+func (cs *children) kill() {
+	for _, c := range cs.kids {
+		if c.cmd.ProcessState == nil {
+			c.cmd.Process.Kill()
+			waitWorker(c.cmd)
+		}
+	}
 }
 
 // The running workers, for an interrupt to kill.
@@ -325,11 +476,21 @@ func percentile(sorted []int64, q float64) time.Duration {
 	return time.Duration(sorted[i])
 }
 
-// ratio is the median over rounds of kind's value against gofrs/flock's in
+// baseline is the kind that kind's ratios are to: gofrs/flock, and for a
+// group kind gofrs/flock with one handle per goroutine where that ran.
+func (b *bench) baseline(kind string) string {
+	if isGroup(kind) && slices.Contains(b.kinds, kindGroupGofrs) {
+		return kindGroupGofrs
+	}
+	return kindGofrs
+}
+
+// ratio is the median over rounds of kind's value against its baseline's in
 // the same round (rounds pair up: both ran in it, next to each other).
 func (b *bench) ratio(p int, kind string, val func(runResult) float64) (float64, bool) {
-	base, mine := b.results[cell{p, kindGofrs}], b.results[cell{p, kind}]
-	if len(base) == 0 || kind == kindGofrs {
+	bk := b.baseline(kind)
+	base, mine := b.results[cell{p, bk}], b.results[cell{p, kind}]
+	if len(base) == 0 || kind == bk {
 		return 0, false
 	}
 	var rs []float64
@@ -346,6 +507,14 @@ func (b *bench) print(w io.Writer) {
 		kernel(), runtime.NumCPU(), runtime.Version(), b.rounds, b.elapsed.Round(time.Second), b.started.UTC().Format("2006-01-02 15:04"))
 	if b.loadBefore != "" {
 		fmt.Fprintf(w, "; load average %s at the start, %s at the end", b.loadBefore, b.loadAfter)
+	}
+	fmt.Fprint(w, ". ")
+	for _, k := range b.kinds {
+		if isGroup(k) {
+			fmt.Fprintf(w, "Group kinds: each of the P workers runs %d goroutines, each doing n/(P·%d) increments, their ratios are to %s. ",
+				b.goroutines, b.goroutines, kindTitle[b.baseline(k)])
+			break
+		}
 	}
 	fmt.Fprint(w, "\n\n")
 	fmt.Fprint(w, "| |")
@@ -385,15 +554,20 @@ func (b *bench) print(w io.Writer) {
 		}
 		return s
 	}
+	allGroup := !slices.ContainsFunc(b.kinds, func(k string) bool { return !isGroup(k) })
 	for _, p := range b.procs {
 		k := max(1, b.total/p)
+		label := fmt.Sprintf("P=%d × %d", p, k)
+		if allGroup {
+			label = fmt.Sprintf("P=%d × %d goroutines × %d", p, b.goroutines, b.perWorker(kindGroupGofrs, p))
+		}
 		if p == 1 {
-			row(fmt.Sprintf("P=1 × %d, µs / increment", k), func(kind string) string {
+			row(label+", µs / increment", func(kind string) string {
 				return withRatio(fmt.Sprintf("%.0f", 1e6/med(p, kind, perSec)), p, kind, perSec, true)
 			})
 			continue
 		}
-		row(fmt.Sprintf("P=%d × %d, increments/s", p, k), func(kind string) string {
+		row(label+", increments/s", func(kind string) string {
 			return withRatio(fmt.Sprintf("%.0f", med(p, kind, perSec)), p, kind, perSec, false)
 		})
 	}
@@ -421,7 +595,13 @@ func (b *bench) print(w io.Writer) {
 			for _, r := range b.results[cell{p, kind}] {
 				v = append(v, float64(r.handoffs))
 			}
-			return fmt.Sprintf("%.0f (%.0f%%)", median(v), 100*median(v)/float64(n))
+			// A group kind's worker is a goroutine, and its count differs.
+			possible := b.increments(kind, p) - 1
+			of := ""
+			if possible != n {
+				of = fmt.Sprintf(" of %d", possible)
+			}
+			return fmt.Sprintf("%.0f%s (%.0f%%)", median(v), of, 100*median(v)/float64(possible))
 		})
 	}
 	for _, p := range b.procs {
@@ -429,6 +609,69 @@ func (b *bench) print(w io.Writer) {
 			return withRatio(fmt.Sprintf("%.0f", med(p, kind, cpu)/1e3), p, kind, cpu, false)
 		})
 	}
+	if b.syscalls != nil {
+		row("system calls / increment, P=1 (without nanosleep), strace -f -c", func(kind string) string {
+			return fmt.Sprintf("%.1f (%.1f)", b.syscalls[kind].perIncrement, b.syscalls[kind].perIncrement-b.syscalls[kind].byName["nanosleep"])
+		})
+		fmt.Fprintf(w, "\nSystem calls per increment by name (one worker, P=1; the difference of a %d- and a %d-increment run under strace -f -c, "+
+			"so start-up is left out; a group kind's figure is per increment of all its goroutines; nanosleep is the Go runtime's sysmon, which ticks with "+
+			"wall time, not with work):\n\n", straceLong, straceShort)
+		for _, k := range b.kinds {
+			fmt.Fprintf(w, "- %s: %.1f: %s\n", kindTitle[k], b.syscalls[k].perIncrement, b.syscalls[k].top(12))
+		}
+	}
+	if len(b.mixedResults) > 0 {
+		b.printMixed(w)
+	}
+}
+
+func (b *bench) printMixed(w io.Writer) {
+	m := b.mixed
+	k := max(1, b.total/(m.goWorkers+m.tsWorkers))
+	fmt.Fprintf(w, "\nMixed: %d Go workers (statelock.Lock + the same durable write) beside %d TypeScript reference workers (ts-seed, Node %s) on one state file, "+
+		"%d increments per TypeScript worker, the Go workers running from the TypeScript workers' first enters until the last of them is done; once per round "+
+		"(median over %d rounds; \"while both ran\" counts the increments that began and ended between the later side's "+
+		"first enter and the earlier side's last exit):\n\n", m.goWorkers, m.tsWorkers, nodeVersion(m.node), k, len(b.mixedResults))
+	fmt.Fprintln(w, "| | Go | TypeScript |")
+	fmt.Fprintln(w, "|---|--:|--:|")
+	side := func(label string, f func(s mixedSide) string) {
+		var g, t []string
+		for _, r := range b.mixedResults {
+			g, t = append(g, f(r.goSide)), append(t, f(r.tsSide))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", label, strings.Join(g, " / "), strings.Join(t, " / "))
+	}
+	medSide := func(label string, f func(s mixedSide) float64, format string) {
+		var g, t []float64
+		for _, r := range b.mixedResults {
+			g, t = append(g, f(r.goSide)), append(t, f(r.tsSide))
+		}
+		fmt.Fprintf(w, "| %s | "+format+" | "+format+" |\n", label, median(g), median(t))
+	}
+	medSide("increments/s over its own span", func(s mixedSide) float64 { return float64(s.increments) / s.span.Seconds() }, "%.0f")
+	medSide("increments/s while both ran", func(s mixedSide) float64 {
+		if s.both <= 0 {
+			return 0
+		}
+		return float64(s.inBoth) / s.both.Seconds()
+	}, "%.0f")
+	side("increments while both ran, per round", func(s mixedSide) string { return strconv.Itoa(s.inBoth) })
+	medSide("longest wait, ms", func(s mixedSide) float64 { return float64(s.maxWait) / 1e6 }, "%.1f")
+	var counts, overlaps []string
+	for _, r := range b.mixedResults {
+		counts = append(counts, fmt.Sprintf("%d of %d", r.count, r.want))
+		overlaps = append(overlaps, fmt.Sprintf("%d overlaps, max concurrency %d", len(r.overlap.Overlaps), r.overlap.MaxConcurrency))
+	}
+	fmt.Fprintf(w, "\nFinal counts per round: %s. Hold logs (CLOCK_MONOTONIC, both sides together) per round: %s.\n",
+		strings.Join(counts, ", "), strings.Join(overlaps, "; "))
+}
+
+func nodeVersion(node string) string {
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // loadavg is the 1-minute load average, or "" where /proc has none: on a

@@ -10,36 +10,76 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/holdlog"
 	"github.com/exactfs/exactfs/statelock"
 	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 )
 
-// The four ways of doing one increment that the benchmark compares. Each
-// is: take the lock, read the counter, write it back durably, release.
+// The ways of doing one increment that the benchmark compares. Each is:
+// take the lock, read the counter, write it back durably, release.
 const (
 	kindGofrs  = "gofrs"       // github.com/gofrs/flock on STATE.flock + durableWrite
 	kindFlock  = "flock"       // flock(2) on STATE.flock, opened per cycle + durableWrite
 	kindLock   = "lock"        // statelock.Lock + os.ReadFile + durableWrite + Unlock
 	kindUpdate = "update"      // statelock.Update (its own Capture and WriteFile; early release)
 	kindHeld   = "update-held" // statelock.Update with WithEarlyRelease(false)
+	// kindSQLite is the peer users reach for when they want shared state:
+	// one row of a SQLite database (STATE.db, journal_mode=WAL,
+	// synchronous=FULL, busy_timeout 5 min) read and rewritten in a
+	// BEGIN IMMEDIATE transaction, through the pure-Go modernc.org/sqlite.
+	// WAL with synchronous=FULL is SQLite's fastest setting in which a
+	// committed transaction survives a power cut (the WAL is fsynced at
+	// every commit), which is what the durable write promises; WAL with
+	// synchronous=NORMAL would skip that fsync and may lose the last
+	// commits, and the rollback journal (the default) costs more fsyncs.
+	kindSQLite = "sqlite"
+	// The group kinds run groupG goroutines in each worker process, each
+	// doing its own increments concurrently with the others: group-gofrs
+	// with one gofrs/flock handle per goroutine (flock(2) locks belong to
+	// the open file, so the goroutines exclude each other as processes do),
+	// group-update with statelock.Update per goroutine, which is where
+	// group commit of one process's concurrent Updates (SPEC §4.6) applies
+	// once statelock has it; until then this measures plain concurrent
+	// Updates.
+	kindGroupGofrs  = "group-gofrs"
+	kindGroupUpdate = "group-update"
 )
 
-var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate, kindHeld}
+var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate, kindHeld, kindSQLite, kindGroupGofrs, kindGroupUpdate}
 
 var kindTitle = map[string]string{
-	kindGofrs:  "gofrs/flock",
-	kindFlock:  "flock(2)",
-	kindLock:   "statelock.Lock + same write",
-	kindUpdate: "statelock.Update",
-	kindHeld:   "Update, held through fsync",
+	kindGofrs:       "gofrs/flock",
+	kindFlock:       "flock(2)",
+	kindLock:        "statelock.Lock + same write",
+	kindUpdate:      "statelock.Update",
+	kindHeld:        "Update, held through fsync",
+	kindSQLite:      "SQLite WAL, FULL",
+	kindGroupGofrs:  "group: gofrs/flock per goroutine",
+	kindGroupUpdate: "group: statelock.Update",
 }
 
-// workerEnv marks a re-executed copy of this binary as a worker.
-const workerEnv = "EXACTFS_BENCH_WORKER"
+// isGroup reports whether kind runs several goroutines per worker.
+func isGroup(kind string) bool { return strings.HasPrefix(kind, "group-") }
+
+// workerEnv marks a re-executed copy of this binary as a worker;
+// goroutinesEnv gives a group kind's goroutines per worker, holdLogEnv a
+// hold log (internal/holdlog) for the worker to append its critical
+// sections to (the mixed run with TypeScript workers checks them).
+const (
+	workerEnv     = "EXACTFS_BENCH_WORKER"
+	goroutinesEnv = "EXACTFS_BENCH_GOROUTINES"
+	holdLogEnv    = "EXACTFS_BENCH_HOLDLOG"
+	// untilEnv names a file: the worker keeps incrementing (K is then a
+	// minimum of 0) until that file exists, so that the mixed run's Go
+	// side runs exactly as long as its TypeScript side.
+	untilEnv = "EXACTFS_BENCH_UNTIL"
+)
 
 // counter is the state file: the count and the worker that wrote it last,
 // from which hand-offs are counted.
@@ -58,7 +98,8 @@ type workerResult struct {
 }
 
 // runWorker is the child: "ready" on stdout, wait for a byte on stdin,
-// then K increments, then one JSON line. Timing and CPU cover the loop only.
+// then K increments (in each of G goroutines for a group kind), then one
+// JSON line. Timing and CPU cover the loop only.
 func runWorker(args []string) error {
 	if len(args) != 5 {
 		return fmt.Errorf("worker: want KIND STATE CONFIGROOT K ID, got %q", args)
@@ -72,18 +113,67 @@ func runWorker(args []string) error {
 	if err != nil {
 		return err
 	}
-	inc, err := incrementer(kind, state, configRoot)
-	if err != nil {
-		return err
+	g := 1
+	if isGroup(kind) {
+		if g, err = strconv.Atoi(os.Getenv(goroutinesEnv)); err != nil || g < 1 {
+			return fmt.Errorf("worker: %s=%q is not a positive number", goroutinesEnv, os.Getenv(goroutinesEnv))
+		}
+	}
+	var log *holdlog.Log
+	if p := os.Getenv(holdLogEnv); p != "" {
+		if log, err = holdlog.Open(p); err != nil {
+			return err
+		}
+		defer log.Close()
+	}
+	// One incrementer per goroutine: for group-gofrs that is one flock
+	// handle each.
+	incs := make([]func(step func([]byte) ([]byte, error)) error, g)
+	for i := range incs {
+		if incs[i], err = incrementer(kind, state, configRoot, log); err != nil {
+			return err
+		}
 	}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadByte(); err != nil {
 		return fmt.Errorf("worker: waiting for the start: %w", err)
 	}
-	res := workerResult{Acquire: make([]int64, 0, k)}
+	parts := make([]workerResult, g)
+	errs := make([]error, g)
+	var wg sync.WaitGroup
 	cpu0 := cpuNs()
-	res.StartNs = time.Now().UnixNano()
-	for range k {
+	start := time.Now().UnixNano()
+	for i := range g {
+		wg.Go(func() {
+			// Goroutine i of worker id is worker (id-1)*g+i+1 for hand-offs.
+			parts[i], errs[i] = loop(incs[i], k, (id-1)*g+i+1, os.Getenv(untilEnv))
+		})
+	}
+	wg.Wait()
+	res := workerResult{StartNs: start, EndNs: time.Now().UnixNano(), CPUNs: cpuNs() - cpu0}
+	for i := range g {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		res.Handoffs += parts[i].Handoffs
+		res.Acquire = append(res.Acquire, parts[i].Acquire...)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// loop does k increments with inc as worker id, or, with until set, as
+// many as it can until the file until exists.
+func loop(inc func(step func([]byte) ([]byte, error)) error, k, id int, until string) (workerResult, error) {
+	res := workerResult{Acquire: make([]int64, 0, k)}
+	for i := 0; ; i++ {
+		if until == "" && i == k {
+			break
+		}
+		if until != "" {
+			if _, err := os.Stat(until); err == nil {
+				break
+			}
+		}
 		asked := time.Now()
 		step := func(old []byte) ([]byte, error) {
 			res.Acquire = append(res.Acquire, int64(time.Since(asked)))
@@ -99,26 +189,44 @@ func runWorker(args []string) error {
 			return json.Marshal(counter{N: c.N + 1, W: id})
 		}
 		if err := inc(step); err != nil {
-			return err
+			return res, err
 		}
 	}
-	res.EndNs = time.Now().UnixNano()
-	res.CPUNs = cpuNs() - cpu0
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return res, nil
 }
 
-// incrementer returns one increment of kind: lock, read, step, write, unlock.
-func incrementer(kind, state, configRoot string) (func(step func([]byte) ([]byte, error)) error, error) {
+// incrementer returns one increment of kind: lock, read, step, write,
+// unlock. With log, the critical section is recorded in it: enter once the
+// lock is held, exit after the durable write and before the release, which
+// only the kinds whose release the benchmark makes itself can do.
+func incrementer(kind, state, configRoot string, log *holdlog.Log) (func(step func([]byte) ([]byte, error)) error, error) {
 	ctx := context.Background()
 	opts := []statelock.Option{statelock.WithConfigRoot(configRoot), statelock.WithWait(5 * time.Minute)}
+	rw := func(step func([]byte) ([]byte, error)) error { return readWrite(state, step) }
+	if log != nil {
+		rw = func(step func([]byte) ([]byte, error)) error {
+			if err := log.Enter(); err != nil {
+				return err
+			}
+			if err := readWrite(state, step); err != nil {
+				return err // no exit: the check reports an open interval
+			}
+			return log.Exit()
+		}
+		switch kind {
+		case kindGofrs, kindFlock, kindLock:
+		default:
+			return nil, fmt.Errorf("a hold log needs a kind whose release the benchmark makes itself (gofrs, flock, lock), not %q", kind)
+		}
+	}
 	switch kind {
-	case kindGofrs:
+	case kindGofrs, kindGroupGofrs:
 		fl := flock.New(state + ".flock")
 		return func(step func([]byte) ([]byte, error)) error {
 			if err := fl.Lock(); err != nil {
 				return err
 			}
-			err := readWrite(state, step)
+			err := rw(step)
 			if uerr := fl.Unlock(); err == nil {
 				err = uerr
 			}
@@ -134,7 +242,7 @@ func incrementer(kind, state, configRoot string) (func(step func([]byte) ([]byte
 			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 				return err
 			}
-			err = readWrite(state, step)
+			err = rw(step)
 			if uerr := unix.Flock(int(f.Fd()), unix.LOCK_UN); err == nil {
 				err = uerr
 			}
@@ -146,13 +254,13 @@ func incrementer(kind, state, configRoot string) (func(step func([]byte) ([]byte
 			if err != nil {
 				return err
 			}
-			err = readWrite(state, step)
+			err = rw(step)
 			if uerr := h.Unlock(); err == nil {
 				err = uerr
 			}
 			return err
 		}, nil
-	case kindUpdate:
+	case kindUpdate, kindGroupUpdate:
 		return func(step func([]byte) ([]byte, error)) error {
 			return statelock.Update(ctx, state, step, opts...)
 		}, nil
@@ -161,6 +269,8 @@ func incrementer(kind, state, configRoot string) (func(step func([]byte) ([]byte
 		return func(step func([]byte) ([]byte, error)) error {
 			return statelock.Update(ctx, state, step, held...)
 		}, nil
+	case kindSQLite:
+		return sqliteIncrementer(sqlitePath(state))
 	}
 	return nil, fmt.Errorf("unknown kind %q (want one of %v)", kind, kinds)
 }

@@ -98,13 +98,7 @@ var (
 // with GJC_CONFIG_ROOT set (see [Command]).
 func Worker(t testing.TB) (nodePath, workerJS string) {
 	t.Helper()
-	prepMu.Lock()
-	if prepDone == nil {
-		p := prepare()
-		prepDone = &p
-	}
-	p := *prepDone
-	prepMu.Unlock()
+	p := prepareOnce()
 	if p.what != "" {
 		testfs.Require(t, p.what, false, p.reason)
 	}
@@ -112,6 +106,30 @@ func Worker(t testing.TB) (nodePath, workerJS string) {
 		t.Fatalf("ts-seed: %v", p.err)
 	}
 	return p.node, p.worker
+}
+
+// Prepare is [Worker] for a program that is not a test (the peer benchmark
+// in bench/): it prepares the harness once per process, in the same cache,
+// and returns an error that names what is missing instead of skipping.
+func Prepare() (nodePath, workerJS string, err error) {
+	p := prepareOnce()
+	if p.what != "" {
+		return "", "", fmt.Errorf("the TypeScript reference worker needs %s: %s", p.what, p.reason)
+	}
+	if p.err != nil {
+		return "", "", fmt.Errorf("ts-seed: %w", p.err)
+	}
+	return p.node, p.worker, nil
+}
+
+func prepareOnce() prepared {
+	prepMu.Lock()
+	defer prepMu.Unlock()
+	if prepDone == nil {
+		p := prepare()
+		prepDone = &p
+	}
+	return *prepDone
 }
 
 func prepare() prepared {

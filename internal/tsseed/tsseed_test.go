@@ -199,3 +199,25 @@ func TestSharedDirOverride(t *testing.T) {
 		t.Fatalf("an override without interop/ts-seed was accepted")
 	}
 }
+
+// TestPrepareIsWorker: Prepare, for programs that are not tests, hands out
+// the same built harness as Worker, and a missing prerequisite is an error
+// that names it rather than a skip.
+func TestPrepareIsWorker(t *testing.T) {
+	node, worker := Worker(t)
+	n2, w2, err := Prepare()
+	if err != nil {
+		t.Fatalf("Prepare after Worker succeeded: %v", err)
+	}
+	if n2 != node || w2 != worker {
+		t.Fatalf("Prepare = %s %s, Worker = %s %s", n2, w2, node, worker)
+	}
+	saved := *prepDone
+	t.Cleanup(func() { prepMu.Lock(); prepDone = &saved; prepMu.Unlock() })
+	prepMu.Lock()
+	prepDone = &prepared{what: "node 20+", reason: "node not found in $PATH"}
+	prepMu.Unlock()
+	if _, _, err := Prepare(); err == nil || !strings.Contains(err.Error(), "node 20+") || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("Prepare with node missing: %v, want an error naming node 20+ and why", err)
+	}
+}
