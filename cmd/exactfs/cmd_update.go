@@ -42,6 +42,7 @@ Examples:
   exactfs update counter.txt -- awk '{ n = $1 } END { print n + 1 }'
   exactfs update config.json -- python3 edit_config.py --set debug=true
   exactfs update -c 'jq -c ".runs += 1"' state.json`,
+		takesCmd: true,
 		flags: func(fs *flagSet) any {
 			f := &lockFlags{}
 			f.register(fs, true)

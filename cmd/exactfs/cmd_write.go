@@ -10,9 +10,10 @@ import (
 )
 
 type writeOptions struct {
-	noReplace bool
-	expect    string
-	mode      modeFlag
+	noReplace  bool
+	expect     string
+	mode       modeFlag
+	allowEmpty bool
 }
 
 // modeFlag is an octal permission flag that remembers whether it was given.
@@ -41,7 +42,7 @@ func init() {
 	register(&command{
 		name:    "write",
 		summary: "replace a file atomically and durably with stdin (or create it, or compare-and-swap)",
-		usage:   "write [--no-replace | --expect ID] [--mode MODE] PATH",
+		usage:   "write [--no-replace | --expect ID] [--mode MODE] [--allow-empty] PATH",
 		help: `Write stdin to PATH so that PATH always holds either the old bytes or all of
 the new ones, even across a crash or power cut: the data is staged under a
 private name beside PATH, fsynced, renamed into place, and the directory is
@@ -63,6 +64,10 @@ give it that owner (another user's file) or group (one the user is not in) is
 refused (exit 74) and nothing changes. A symlink, FIFO or directory at PATH is
 refused (exit 77) and left alone.
 
+Empty stdin is refused (exit 65) and PATH is left untouched: it is nearly
+always a producer that failed, as in 'curl -fsS URL | exactfs write PATH'
+without pipefail, and would wipe the file. --allow-empty writes an empty file.
+
 Examples:
   echo '{"n":0}' | exactfs write --no-replace counter.json
   id=$(exactfs stat --id counter.json)
@@ -72,6 +77,7 @@ Examples:
 			fs.BoolVar(&o.noReplace, "no-replace", false, "create PATH, never replace it")
 			fs.StringVar(&o.expect, "expect", "", "replace PATH only if it is exactly `ID`")
 			fs.Var(&o.mode, "mode", "permission bits of the new file, octal (`MODE`, e.g. 0644)")
+			fs.BoolVar(&o.allowEmpty, "allow-empty", false, "let empty stdin replace PATH with an empty file (without it, empty stdin is\nrefused and PATH is left untouched)")
 			return o
 		},
 		run: runWrite,
@@ -100,6 +106,9 @@ func runWrite(e *env, opts any, args []string) error {
 	data, err := io.ReadAll(e.stdin)
 	if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
+	}
+	if len(data) == 0 && !o.allowEmpty {
+		return emptyInput{path}
 	}
 	var id exactfs.Identity
 	err = withParent(path, func(d *exactfs.Dir, name string) error {
@@ -132,4 +141,13 @@ func (o *writeOptions) perm(d *exactfs.Dir, name string) fs.FileMode {
 		return fi.Mode().Perm()
 	}
 	return 0o600
+}
+
+// emptyInput is write's refusal of empty stdin without --allow-empty
+// (exit 65, as update's emptyOutput): a producer that failed upstream of a
+// pipe must not wipe the file.
+type emptyInput struct{ path string }
+
+func (e emptyInput) Error() string {
+	return fmt.Sprintf("stdin was empty; %s was left untouched", e.path)
 }

@@ -19,7 +19,7 @@ import (
 const (
 	exitOK       = 0
 	exitUsage    = 64 // bad flags or arguments
-	exitDataErr  = 65 // update: CMD printed nothing (EX_DATAERR); the state file is untouched
+	exitDataErr  = 65 // update: CMD printed nothing, write: empty stdin (EX_DATAERR); the file is untouched
 	exitUnavail  = 69 // a backend URL whose command (exactfs-etcd) is not installed (EX_UNAVAILABLE)
 	exitIO       = 74 // any other failure: I/O, permissions, nothing there
 	exitBusy     = 75 // the lock is held (or the wait timed out); try again later
@@ -35,8 +35,8 @@ const exitCodeHelp = `Exit status:
   N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
        126 if CMD could not be executed, 127 if it was not found)
   64   usage error
-  65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
-       (--allow-empty accepts an empty result)
+  65   update: CMD exited 0 but printed nothing; write: stdin was empty; the
+       file was left untouched (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
   74   other failure (I/O error, permission denied, nothing at the path);
        status: the lock record is unreadable
@@ -95,7 +95,7 @@ func exitCode(err error) int {
 		return int(st)
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, new(emptyOutput)):
+	case errors.As(err, new(emptyOutput)), errors.As(err, new(emptyInput)):
 		return exitDataErr
 	case errors.As(err, new(notDoneError)):
 		return exitBusy
@@ -196,6 +196,8 @@ func hintFor(err error, code int) string {
 		return "'exactfs recover' removes such a record once it is 30s old and no process holds it, and prints the exact removal of a younger one"
 	case errors.As(err, new(notDoneError)):
 		return "run 'exactfs recover' again later; 'exactfs status' shows what is there now"
+	case errors.As(err, new(emptyInput)):
+		return "if the producer failed, fix it (set -o pipefail makes a failed curl stop the pipeline); pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(missingDirError)):

@@ -1,0 +1,139 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWriteRefusesEmptyStdin: 'exactfs write' (plain and --expect) with
+// empty stdin exits 65 and leaves the file byte- and inode-identical, as
+// update does with an empty stdout; --allow-empty writes the empty file.
+// Fails on f315da3, where both wiped the file and exited 0.
+func TestWriteRefusesEmptyStdin(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(p, []byte(`{"important":true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(p)
+	id := strings.TrimSpace(runIn(t, dir, quick, "", "stat", "--id", "config.json").stdout)
+	for _, args := range [][]string{
+		{"write", "config.json"},
+		{"write", "--expect", id, "config.json"},
+	} {
+		r := runIn(t, dir, quick, "", args...)
+		expectCode(t, r, exitDataErr, strings.Join(args, " ")+" </dev/null")
+		if !strings.Contains(r.stderr, "stdin was empty") || !strings.Contains(r.stderr, "--allow-empty") {
+			t.Errorf("%s: the refusal does not say why or how to override: %s", strings.Join(args, " "), r.stderr)
+		}
+		after, _ := os.Stat(p)
+		if got := mustRead(t, p); got != `{"important":true}`+"\n" || !os.SameFile(before, after) {
+			t.Fatalf("%s with empty stdin changed the file: %q", strings.Join(args, " "), got)
+		}
+	}
+	expectCode(t, runIn(t, dir, quick, "", "write", "--allow-empty", "config.json"), 0, "write --allow-empty")
+	if got := mustRead(t, p); got != "" {
+		t.Fatalf("write --allow-empty left %q", got)
+	}
+}
+
+// TestTimeoutInfinity: --timeout inf and infinity wait as none does (past
+// the holder's 2 s, far beyond one attempt); nan and values that overflow
+// a wait are usage errors. Fails on f315da3, where all four meant one
+// attempt (exit 75 at once).
+func TestTimeoutInfinity(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []string{"nan", "NaN", "1e300", "9.3e9", "1e10h"} {
+		r := runIn(t, dir, quick, "", "lock", "--timeout", v, "s", "--", "true")
+		expectCode(t, r, exitUsage, "lock --timeout "+v)
+		if !strings.Contains(r.stderr, "--timeout") {
+			t.Errorf("--timeout %s: the message does not name the flag as help spells it: %s", v, r.stderr)
+		}
+	}
+	for _, v := range []string{"inf", "infinity"} {
+		h := startHolder(t, dir, "s", 2)
+		r := runIn(t, dir, 30*time.Second, "", "lock", "--timeout", v, "s", "--", "touch", "ran-"+v)
+		expectCode(t, r, 0, "lock --timeout "+v+" behind a 2 s holder")
+		if err := <-h.done; err != nil {
+			t.Fatalf("holder: %v", err)
+		}
+		h.done <- nil
+		if _, err := os.Stat(filepath.Join(dir, "ran-"+v)); err != nil {
+			t.Fatalf("--timeout %s: the command did not run", v)
+		}
+	}
+}
+
+// TestFlagsAfterStateFile: a flag after STATEFILE is refused with exit 64
+// and the corrected command line, before the lock is taken (a busy lock
+// does not make it wait) and without running anything. Fails on f315da3,
+// where --timeout was run as the command (127), after the wait.
+func TestFlagsAfterStateFile(t *testing.T) {
+	dir := t.TempDir()
+	startHolder(t, dir, "s", 30)
+	for _, tc := range []struct {
+		args []string
+		fix  string
+	}{
+		{[]string{"update", "s", "--timeout", "1", "--", "touch", "ran"}, "exactfs update --timeout 1 s -- touch ran"},
+		{[]string{"lock", "s", "-w", "1", "--", "touch", "ran"}, "exactfs lock -w 1 s -- touch ran"},
+		{[]string{"lock", "s", "-c", "touch ran"}, "exactfs lock -c 'touch ran' s --"},
+		{[]string{"lock", "s", "--try", "touch", "ran"}, "exactfs lock --try s -- touch ran"},
+		{[]string{"update", "s", "--bogus", "--", "touch", "ran"}, "not a flag of update"},
+		{[]string{"status", "s", "--json"}, "exactfs status --json s"},
+	} {
+		r := runIn(t, dir, quick, "", tc.args...)
+		what := strings.Join(tc.args, " ")
+		expectCode(t, r, exitUsage, what)
+		if !strings.Contains(r.stderr, "flags go before STATEFILE") || !strings.Contains(r.stderr, tc.fix) {
+			t.Errorf("%s: %s", what, r.stderr)
+		}
+		checkPrompt(t, r, 2*time.Second, what)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Fatal("a misplaced flag ran a command")
+	}
+	// A dash after -- belongs to CMD, and CMD's own -- is left alone.
+	r := runIn(t, dir, quick, "", "lock", "free", "--", "echo", "-w")
+	expectCode(t, r, 0, "lock free -- echo -w")
+	if r.stdout != "-w\n" {
+		t.Errorf("lock free -- echo -w printed %q", r.stdout)
+	}
+	r = runIn(t, dir, quick, "", "lock", "free", "sh", "-c", "echo $0", "--")
+	expectCode(t, r, 0, "lock free sh -c ... --")
+}
+
+// TestLockPathIsAbsolute: EXACTFS_LOCK_PATH names the owner record by an
+// absolute path, so it still names it after CMD changes directory. Fails
+// on f315da3 (s.lock, relative).
+func TestLockPathIsAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	r := runIn(t, dir, quick, "", "lock", "s", "--", "sh", "-c", `cd / && ls "$EXACTFS_LOCK_PATH"`)
+	expectCode(t, r, 0, "lock s -- sh -c 'cd / && ls $EXACTFS_LOCK_PATH'")
+	if got, want := strings.TrimSpace(r.stdout), filepath.Join(dir, "s.lock"); got != want {
+		t.Fatalf("EXACTFS_LOCK_PATH after cd /: %q, want %q", got, want)
+	}
+}
+
+// TestDidYouMean: a mistyped command is answered with the commands it is
+// close to. Fails on f315da3 (no suggestion).
+func TestDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	for typo, want := range map[string]string{"stauts": "status", "lcok": "lock", "upadte": "update", "recovr": "recover", "rn": "rm"} {
+		for _, args := range [][]string{{typo}, {"help", typo}} {
+			r := runIn(t, dir, quick, "", args...)
+			expectCode(t, r, exitUsage, strings.Join(args, " "))
+			if !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: %s", strings.Join(args, " "), r.stderr)
+			}
+		}
+	}
+	if r := runIn(t, dir, quick, "", "frobnicate"); strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("a word close to no command got a suggestion: %s", r.stderr)
+	}
+}
