@@ -62,7 +62,9 @@ The new file's mode is --mode, else the mode of the file being replaced, else
 one-off write of a service's file leaves it the service's; a user who cannot
 give it that owner (another user's file) or group (one the user is not in) is
 refused (exit 74) and nothing changes. A symlink, FIFO or directory at PATH is
-refused (exit 77) and left alone.
+refused (exit 77) and left alone. So is a file with more than one name (a hard
+link), in every mode: replacing one name would leave the others with the old
+bytes (exit 77, nothing changed; the hint says how to find the other names).
 
 Empty stdin is refused (exit 65) and PATH is left untouched: it is nearly
 always a producer that failed, as in 'curl -fsS URL | exactfs write PATH'
@@ -119,6 +121,9 @@ func runWrite(e *env, opts any, args []string) error {
 		case o.noReplace:
 			id, err = d.Publish(name, data, o.perm(d, name))
 		default:
+			if err := refuseHardLink(d, name, "write", path); err != nil {
+				return err
+			}
 			id, err = d.WriteFile(name, data, o.perm(d, name))
 		}
 		return err
@@ -150,4 +155,20 @@ type emptyInput struct{ path string }
 
 func (e emptyInput) Error() string {
 	return fmt.Sprintf("stdin was empty; %s was left untouched", e.path)
+}
+
+// refuseHardLink refuses to replace name beneath d when it is a regular
+// file with more than one name: every exactfs replace puts a new inode at
+// one name, so the other names would silently keep the old bytes.
+// ReplaceExpected and rm --expect refuse such a file in the library; write
+// and update refuse it here, so the answer is the same everywhere (exit
+// 77, nothing changed). A link made after this look is not seen: only
+// the lock (for update) or the caller can keep names from appearing.
+func refuseHardLink(d *exactfs.Dir, name, op, path string) error {
+	id, err := d.IdentityOf(name)
+	if err != nil || !id.Mode.IsRegular() || id.Nlink <= 1 {
+		return nil // absent, or refused by the write itself with its own words
+	}
+	return &exactfs.Error{Op: op, Path: path, Code: exactfs.CodeHardLinkUnsupported,
+		Detail: fmt.Sprintf("it has %d names (hard links); replacing this one would leave the others with the old bytes, so nothing was changed", id.Nlink)}
 }

@@ -185,7 +185,7 @@ func hintFor(err error, code int) string {
 	case code == exitUnsafe && isLock:
 		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
 	case code == exitUnsafe && oc == exactfs.CodeHardLinkUnsupported:
-		return "the file has another name; remove the other hard link first, or use plain rm if that is what you mean"
+		return hardLinkHint(err)
 	case code == exitUnsafe:
 		return "nothing was followed or changed; exactfs only operates on regular files and directories it can prove"
 	case code == exitMismatch && oc == exactfs.CodeDestinationExists:
@@ -226,4 +226,21 @@ func symlinkHintFor(err error) string {
 		return ""
 	}
 	return symlinkHint(xe.Path)
+}
+
+// hardLinkHint says how to go on with a file exactfs refused because it has
+// more than one name: find the other names, then either remove them or,
+// for a write, give this name a file of its own, knowingly.
+func hardLinkHint(err error) string {
+	p := "FILE"
+	var xe *exactfs.Error
+	if errors.As(err, &xe) && xe.Path != "" {
+		p = xe.Path
+	}
+	find := fmt.Sprintf("list its names with 'find MOUNTPOINT -xdev -samefile %s'", p)
+	if xe != nil && xe.Op == "unlink" {
+		return find + "; exactfs rm removes only a file with one name: remove the other names first, or, to drop just this name and keep the file under the others, use plain rm"
+	}
+	return fmt.Sprintf("%s; remove the names you do not need, or, to give this name a copy of its own and leave the others as they are, "+
+		"'cp -p %s %s.copy && mv %s.copy %s'; then run the command again", find, p, p, p, p)
 }

@@ -137,3 +137,47 @@ func TestDidYouMean(t *testing.T) {
 		t.Errorf("a word close to no command got a suggestion: %s", r.stderr)
 	}
 }
+
+// TestHardLinkOneAnswer: update, plain write, write --expect and rm
+// --expect all refuse a hard-linked file with 77, change neither name, and
+// say how to list the names and go on (write: not rm). Fails on f315da3,
+// where update and plain write split the link and exited 0.
+func TestHardLinkOneAnswer(t *testing.T) {
+	dir := t.TempDir()
+	p, other := filepath.Join(dir, "hl.json"), filepath.Join(dir, "other.json")
+	if err := os.WriteFile(p, []byte(`{"n":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(p, other); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(runIn(t, dir, quick, "", "stat", "--id", "hl.json").stdout)
+	for _, tc := range []struct {
+		args []string
+		in   string
+		hint string
+	}{
+		{[]string{"update", "hl.json", "--", "sh", "-c", "touch ran; echo new"}, "", "cp -p hl.json"},
+		{[]string{"write", "hl.json"}, "new\n", "cp -p hl.json"},
+		{[]string{"write", "--expect", id, "hl.json"}, "new\n", "cp -p hl.json"},
+		{[]string{"rm", "--expect", id, "hl.json"}, "", "plain rm"},
+	} {
+		what := strings.Join(tc.args, " ")
+		r := runIn(t, dir, quick, tc.in, tc.args...)
+		expectCode(t, r, exitUnsafe, what)
+		if !strings.Contains(r.stderr, "-samefile hl.json") || !strings.Contains(r.stderr, tc.hint) {
+			t.Errorf("%s: the hint does not say how to go on: %s", what, r.stderr)
+		}
+		if tc.args[0] == "write" && strings.Contains(r.stderr, "plain rm") {
+			t.Errorf("%s suggests rm to someone who asked to write: %s", what, r.stderr)
+		}
+		a, _ := os.Stat(p)
+		b, _ := os.Stat(other)
+		if !os.SameFile(a, b) || mustRead(t, p) != `{"n":1}`+"\n" {
+			t.Fatalf("%s changed the linked file or split the link", what)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("update ran CMD on a hard-linked state file")
+	}
+}
