@@ -353,7 +353,10 @@ func createSecret(d *exactfs.Dir, file string) ([]byte, error) {
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("liveness: generating installation secret: %w", err)
 	}
-	_, err := d.Publish(SecretFileName, []byte(hex.EncodeToString(secret[:])+"\n"), 0o600)
+	// Exactly 0600 whatever the umask: a reader checks the secret's mode,
+	// and a umask that took the owner's write bit would make every later
+	// run refuse it.
+	_, err := d.Publish(SecretFileName, []byte(hex.EncodeToString(secret[:])+"\n"), 0o600, exactfs.ExactPerm())
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return nil, err

@@ -57,8 +57,8 @@ Modes:
                   nothing. The successor is swapped in by an atomic exchange,
                   so PATH is never missing; it keeps the predecessor's mode.
 
-The new file's mode is --mode, else the mode of the file being replaced, else
-0600. A replacement keeps the owner and group of the file it replaces, so root's
+The new file's mode is exactly --mode (the umask does not narrow it, as with
+install -m), else the mode of the file being replaced, else 0600. A replacement keeps the owner and group of the file it replaces, so root's
 one-off write of a service's file leaves it the service's; a user who cannot
 give it that owner (another user's file) or group (one the user is not in) is
 refused (exit 74) and nothing changes. A symlink, FIFO or directory at PATH is
@@ -119,12 +119,12 @@ func runWrite(e *env, opts any, args []string) error {
 		case o.expect != "":
 			id, err = d.ReplaceExpected(name, data, want)
 		case o.noReplace:
-			id, err = d.Publish(name, data, o.perm(d, name))
+			id, err = d.Publish(name, data, o.perm(d, name), exactfs.ExactPerm())
 		default:
 			if err := refuseHardLink(d, name, "write", path); err != nil {
 				return err
 			}
-			id, err = d.WriteFile(name, data, o.perm(d, name))
+			id, err = d.WriteFile(name, data, o.perm(d, name), exactfs.ExactPerm())
 		}
 		return err
 	})
