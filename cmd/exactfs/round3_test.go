@@ -3,7 +3,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,4 +184,60 @@ func TestHardLinkOneAnswer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
 		t.Error("update ran CMD on a hard-linked state file")
 	}
+}
+
+// TestModesIgnoreUmask: the CLI's modes are exact whatever the umask: a
+// replace keeps the old file's mode, --mode is the mode, a new file is
+// 0600. The library applies the umask by default now (ExactPerm is how the
+// CLI and statelock keep modes); under umask 077 a kept 0644 must not
+// become 0600, nor under 022 a --mode 0666 become 0644.
+func TestModesIgnoreUmask(t *testing.T) {
+	dir := t.TempDir()
+	sh := func(umask string, stdin string, args ...string) result {
+		t.Helper()
+		script := "umask " + umask + "; exec " + shellJoin(append([]string{exactfsBin}, args...))
+		cmd := []string{"sh", "-c", script}
+		return runWithArgv(t, dir, stdin, cmd)
+	}
+	for name, perm := range map[string]os.FileMode{"kept-u": 0o644, "kept-w": 0o664} {
+		os.WriteFile(filepath.Join(dir, name), []byte("1\n"), 0o600)
+		os.Chmod(filepath.Join(dir, name), perm)
+	}
+	expectCode(t, sh("077", "", "update", "kept-u", "--", "sh", "-c", "cat; echo 2"), 0, "umask 077; update")
+	expectCode(t, sh("077", "new\n", "write", "kept-w"), 0, "umask 077; write")
+	expectCode(t, sh("022", "new\n", "write", "--mode", "0666", "given"), 0, "umask 022; write --mode 0666")
+	expectCode(t, sh("000", "new\n", "write", "fresh"), 0, "umask 000; write")
+	for name, want := range map[string]os.FileMode{"kept-u": 0o644, "kept-w": 0o664, "given": 0o666, "fresh": 0o600} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s is %04o, want %04o", name, fi.Mode().Perm(), want)
+		}
+	}
+}
+
+// runWithArgv runs argv (not the binary itself) in dir, bounded by quick.
+func runWithArgv(t testing.TB, dir, stdin string, argv []string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), quick)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%q: still running after %v", argv, quick)
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%q: %v", argv, err)
+	}
+	return r
 }
