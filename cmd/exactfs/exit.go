@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -200,6 +201,11 @@ func hintFor(err error, code int) string {
 		return "if the producer failed, fix it (set -o pipefail makes a failed curl stop the pipeline); pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
+	case errors.Is(err, liveness.ErrConfigRootUnavailable):
+		return "exactfs keeps this host's identity in a config root ($XDG_CONFIG_HOME/exactfs, else ~/.config/exactfs): " +
+			"set HOME to a directory this user can write, or pass --config-root DIR (an existing owner-only directory; every process sharing the lock must use the same one)"
+	case errors.As(err, new(missingConfigRootError)):
+		return "check it for a typo: every process sharing a lock must use one config root. If a new one is what you mean, create it first (mkdir -m 700 DIR)"
 	case errors.As(err, new(missingDirError)):
 		return "check the path for a typo; create the directory first (mkdir -p), or pass --mkdir to have it created (mode 0700)"
 	case oc == exactfs.CodeAtomicUnavailable:

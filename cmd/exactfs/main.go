@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/exactfs/exactfs/statelock"
 )
 
 // env is what a subcommand talks to. Tests of helpers substitute it; the
@@ -105,6 +107,11 @@ func run(e *env, args []string) int {
 	if err := misplacedFlag(c, fs, fs.Args()); err != nil {
 		return report(e, c, err)
 	}
+	if f := fs.Lookup("config-root"); f != nil && f.Value.String() != "" {
+		if err := checkConfigRootFlag(f.Value.String()); err != nil {
+			return report(e, c, err)
+		}
+	}
 	err := c.run(e, opts, fs.Args())
 	return report(e, c, err)
 }
@@ -125,6 +132,9 @@ func report(e *env, c *command, err error) int {
 		return exitUsage
 	}
 	code := exitCode(err)
+	if c.name == "status" || c.name == "recover" {
+		inspectWording(err)
+	}
 	fmt.Fprintf(e.stderr, "exactfs %s: %v\n", c.name, err)
 	if hint := hintFor(err, code); hint != "" {
 		fmt.Fprintf(e.stderr, "  %s\n", hint)
@@ -411,4 +421,13 @@ func positionalName(c *command) string {
 		return "STATEFILE"
 	}
 	return "PATH"
+}
+
+// inspectWording makes a lock failure that status or recover ran into say
+// "cannot inspect", not "cannot take": they take no lock, and a person
+// reading "cannot take" looks for a holder that is not there.
+func inspectWording(err error) {
+	if le := lockFailed(err); le != nil && le.Code == statelock.ReasonInitFailed {
+		le.Detail = strings.Replace(le.Detail, "cannot take ", "cannot inspect ", 1)
+	}
 }

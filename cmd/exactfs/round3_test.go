@@ -241,3 +241,78 @@ func runWithArgv(t testing.TB, dir, stdin string, argv []string) result {
 	}
 	return r
 }
+
+// TestMissingConfigRootRefused: a --config-root that does not exist is
+// refused by every command that takes one (74, nothing created, a hint
+// about the typo), while the default root is still created on first use.
+// Fails on f315da3, which created the mistyped root and a new secret.
+func TestMissingConfigRootRefused(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo", "cfg")
+	for _, args := range [][]string{
+		{"lock", "--config-root", typo, "s", "--", "touch", "ran"},
+		{"update", "--config-root", typo, "s", "--", "echo", "x"},
+		{"status", "--config-root", typo, "s"},
+		{"recover", "--config-root", typo, "s"},
+		{"doctor", "--config-root", typo, "."},
+	} {
+		what := strings.Join(args, " ")
+		r := runIn(t, dir, quick, "", args...)
+		expectCode(t, r, exitIO, what)
+		if !strings.Contains(r.stderr, "does not exist; nothing was created") || !strings.Contains(r.stderr, "typo") {
+			t.Errorf("%s: %s", what, r.stderr)
+		}
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Fatalf("a refused --config-root left %v", names)
+	}
+	// The default root is created when missing; naming it is the same.
+	home := t.TempDir()
+	def := filepath.Join(home, "exactfs")
+	r := runWith(t, dir, quick, "", []string{"XDG_CONFIG_HOME=" + home}, "lock", "--config-root", def, "s", "--", "true")
+	expectCode(t, r, 0, "lock --config-root DEFAULT (missing)")
+	if _, err := os.Stat(filepath.Join(def, "machine-identity.secret")); err != nil {
+		t.Fatalf("the default config root was not created: %v", err)
+	}
+}
+
+// TestNoHomeHint: with no HOME (env -i) status says "cannot inspect" (it
+// takes no lock) and every command names --config-root; with a HOME it may
+// not write (uid 65534, HOME=/nonexistent) the same. Fails on f315da3
+// ("cannot take", no hint).
+func TestNoHomeHint(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"status", "s"}, {"lock", "s", "--", "true"}} {
+		r := runEnvOnly(t, dir, []string{"PATH=" + os.Getenv("PATH")}, args...)
+		expectCode(t, r, exitIO, "env -i exactfs "+strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "--config-root DIR") {
+			t.Errorf("env -i %s: no --config-root hint: %s", strings.Join(args, " "), r.stderr)
+		}
+		if args[0] == "status" && (strings.Contains(r.stderr, "cannot take") || !strings.Contains(r.stderr, "cannot inspect")) {
+			t.Errorf("status says it takes the lock: %s", r.stderr)
+		}
+	}
+}
+
+// runEnvOnly runs the binary with exactly env as its environment.
+func runEnvOnly(t testing.TB, dir string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), quick)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exactfsBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("exactfs %q: still running after %v", args, quick)
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
