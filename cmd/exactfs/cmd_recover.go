@@ -99,6 +99,9 @@ func runRecover(e *env, opts any, args []string) error {
 	writeLeft(r.w, st, o.minAge)
 	if len(plan) == 0 {
 		fmt.Fprintf(r.w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+		if st.Lock == "permission_denied" {
+			return permissionRecordError{st.LockPath, st.Detail}
+		}
 	}
 	if o.dryRun {
 		return nil

@@ -174,11 +174,27 @@ func hintFor(err error, code int) string {
 	isLock := le != nil
 	oc := outcome(err)
 	switch {
+	case isLock && (code == exitUnsafe || code == exitIO) && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) && othersRecord(innermostPath(err)) != "":
+		return othersRecord(innermostPath(err)) + ": " + sharedUIDAdvice
+	case code == exitBusy && isLock && strings.Contains(le.Holder, "only explicit recovery"):
+		return "waiting does not help: a crash left this transition claim, and no lock call removes it; " +
+			"run 'exactfs recover " + stateFileOf(le.Path) + "' (it checks that the claim is empty and unowned, then removes it)"
+	case code == exitBusy && isLock && strings.Contains(le.Holder, "empty legacy lock directory"):
+		return "an empty legacy lock directory has no owner: a lock call takes it over once it is 30s old; " +
+			"if you know nothing uses it, remove it now (rmdir " + le.Path + ")"
 	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
+		if x, ok := readRecordExtras(le.Path); ok && thisBoot(x.BootID) {
+			return "the record carries this machine's current boot id: it was probably written on this host under another config root " +
+				"(a --config-root, or a kept demo directory's config/); 'exactfs status " + stateFileOf(le.Path) + "' looks for that root, or pass it with --config-root DIR"
+		}
 		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
 			"'exactfs status' says whether this host wrote it under another config root, and gives the safe way out"
 	case code == exitBusy && isLock:
-		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
+		hint := "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
+		if x, ok := readRecordExtras(le.Path); ok && otherPidNS(x.PidNS) {
+			hint = fmt.Sprintf("its pid is in another pid namespace (ns %d: a container, unshare --pid), not one ps shows here; ", x.PidNS) + hint
+		}
+		return hint
 	case code == exitBusy:
 		return "the file changed while it was read; retry"
 	case code == exitUnsafe && oc == exactfs.CodeReparsePoint && symlinkHintFor(err) != "":
@@ -193,6 +209,8 @@ func hintFor(err error, code int) string {
 		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
 	case code == exitMismatch:
 		return "nothing was changed; run 'exactfs stat' again to see what is there now"
+	case errors.As(err, new(permissionRecordError)):
+		return sharedUIDAdvice + "; 'exactfs recover' does not remove a record for this"
 	case errors.As(err, new(unreadableError)):
 		return "'exactfs recover' removes such a record once it is 30s old and no process holds it, and prints the exact removal of a younger one"
 	case errors.As(err, new(notDoneError)):
@@ -208,6 +226,11 @@ func hintFor(err error, code int) string {
 		return "check it for a typo: every process sharing a lock must use one config root. If a new one is what you mean, create it first (mkdir -m 700 DIR)"
 	case errors.As(err, new(missingDirError)):
 		return "check the path for a typo; create the directory first (mkdir -p), or pass --mkdir to have it created (mode 0700)"
+	case !isLock && (oc == exactfs.CodePermissionDenied || errors.Is(err, fs.ErrPermission)):
+		if o := othersRecord(innermostPath(err)); o != "" {
+			return o + "; run as that user (or root), or have them give this user access"
+		}
+		return "this user may not do that there; check the permissions of the file and its directory (ls -ld) and who the command runs as (id)"
 	case oc == exactfs.CodeAtomicUnavailable:
 		return "this filesystem cannot rename without replacing (NFS, some FUSE); run 'exactfs doctor' for details"
 	case oc == exactfs.CodeNotFound || (oc == "" && errors.Is(err, fs.ErrNotExist)):
@@ -250,3 +273,9 @@ func hardLinkHint(err error) string {
 	return fmt.Sprintf("%s; remove the names you do not need, or, to give this name a copy of its own and leave the others as they are, "+
 		"'cp -p %s %s.copy && mv %s.copy %s'; then run the command again", find, p, p, p, p)
 }
+
+// sharedUIDAdvice is what to do when a lock file belongs to another user:
+// the protocol makes every lock record owner-only, so a lock is shared by
+// processes of one uid (and root), never through group permissions.
+const sharedUIDAdvice = "every process sharing a lock must run as the same user, because its records are owner-only (0600) by the protocol, " +
+	"so a group-writable directory does not share a lock between users; run this as that user (or root), or give the processes one uid"

@@ -107,6 +107,9 @@ func run(e *env, args []string) int {
 	if err := misplacedFlag(c, fs, fs.Args()); err != nil {
 		return report(e, c, err)
 	}
+	if err := checkPathArgs(c, fs.Args()); err != nil {
+		return report(e, c, err)
+	}
 	if f := fs.Lookup("config-root"); f != nil && f.Value.String() != "" {
 		if err := checkConfigRootFlag(f.Value.String()); err != nil {
 			return report(e, c, err)
