@@ -39,8 +39,9 @@ const exitCodeHelp = `Exit status:
   65   update: CMD exited 0 but printed nothing; write: stdin was empty; the
        file was left untouched (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
-  74   other failure (I/O error, permission denied, nothing at the path);
-       status: the lock record is unreadable
+  74   other failure (I/O error, permission denied, nothing at the path, a
+       missing --config-root); status: the lock record is unreadable or
+       this user may not open it (status --exit-status has codes of its own)
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
        also: the file changed while it was being read; recover: a planned
        action was not done because its object was in use
