@@ -141,7 +141,7 @@ func runStatus(e *env, opts any, args []string) error {
 	if isDirArg(path) {
 		return statusDir(e, o, path)
 	}
-	if err := namedLockRecord(path); err != nil {
+	if err := namedLockRecord("status", path); err != nil {
 		return err
 	}
 	noteLockSuffix(e, path)
@@ -224,7 +224,7 @@ func isDirArg(path string) bool {
 // state file (x.json.lock when x.json.lock is a lock and x.json.lock.lock
 // is not there): inspecting x.json.lock.lock would say "free" about the
 // wrong lock without a word.
-func namedLockRecord(path string) error {
+func namedLockRecord(cmd, path string) error {
 	if !strings.HasSuffix(path, ".lock") || len(filepath.Base(path)) <= len(".lock") {
 		return nil
 	}
@@ -234,7 +234,7 @@ func namedLockRecord(path string) error {
 	if _, err := exactfs.Lstat(path); err != nil {
 		return nil
 	}
-	return usagef("%s is the lock of %s, not a state file: give the state file (exactfs status %s)", path, stateFileOf(path), shellJoin([]string{stateFileOf(path)}))
+	return usagef("%s is the lock of %s, not a state file: give the state file (exactfs %s %s)", path, stateFileOf(path), cmd, shellJoin([]string{stateFileOf(path)}))
 }
 
 // noteLockSuffix tells, on stderr, that a STATEFILE ending in .lock with

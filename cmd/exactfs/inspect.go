@@ -305,7 +305,11 @@ func waitingFor(stateFile string, opts []statelock.Option) string {
 	case s.Holder.HostID == "":
 		where = "on an unnamed host"
 	}
-	return fmt.Sprintf("pid %d %s for %s", s.Holder.Pid, where, roundAge(s.Holder.Age))
+	pid := fmt.Sprintf("pid %d", s.Holder.Pid)
+	if x, ok := readRecordExtras(s.LockPath); ok {
+		pid = pidWhere(s.Holder.Pid, x.PidNS)
+	}
+	return fmt.Sprintf("%s %s for %s", pid, where, roundAge(s.Holder.Age))
 }
 
 func roundAge(d time.Duration) string {

@@ -123,6 +123,11 @@ func TestStatusOfALockRecord(t *testing.T) {
 	if !strings.Contains(r.stderr, "is the lock of x.json") || !strings.Contains(r.stderr, "exactfs status x.json") {
 		t.Errorf("status x.json.lock: %s", r.stderr)
 	}
+	r = runIn(t, dir, quick, "", "recover", "x.json.lock")
+	expectCode(t, r, exitUsage, "recover x.json.lock")
+	if !strings.Contains(r.stderr, "exactfs recover x.json") {
+		t.Errorf("recover x.json.lock: %s", r.stderr)
+	}
 	r = runIn(t, dir, quick, "", "status", "job.lock")
 	expectCode(t, r, 0, "status job.lock (nothing there)")
 	if !strings.Contains(r.stderr, "the lock of STATEFILE job.lock is job.lock.lock") {
