@@ -138,6 +138,11 @@ func runStatus(e *env, opts any, args []string) error {
 		return usagef("want exactly one STATEFILE or DIR, got %d arguments", len(args))
 	}
 	path := exactfs.SystemPath(args[0])
+	if sf, ok := strings.CutSuffix(strings.TrimRight(path, "/"), ".lock.transition"); ok && filepath.Base(sf) != "" {
+		if _, err := exactfs.Lstat(path); err == nil {
+			return usagef("%s is the transition claim of the lock of %s, not a state file: give the state file (exactfs status %s)", path, sf, shellJoin([]string{sf}))
+		}
+	}
 	if isDirArg(path) {
 		return statusDir(e, o, path)
 	}

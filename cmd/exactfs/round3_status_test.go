@@ -123,6 +123,12 @@ func TestStatusOfALockRecord(t *testing.T) {
 	if !strings.Contains(r.stderr, "is the lock of x.json") || !strings.Contains(r.stderr, "exactfs status x.json") {
 		t.Errorf("status x.json.lock: %s", r.stderr)
 	}
+	crashedClaim(t, dir, "y.json")
+	r = runIn(t, dir, quick, "", "status", "y.json.lock.transition")
+	expectCode(t, r, exitUsage, "status y.json.lock.transition")
+	if !strings.Contains(r.stderr, "exactfs status y.json") {
+		t.Errorf("status y.json.lock.transition: %s", r.stderr)
+	}
 	r = runIn(t, dir, quick, "", "recover", "x.json.lock")
 	expectCode(t, r, exitUsage, "recover x.json.lock")
 	if !strings.Contains(r.stderr, "exactfs recover x.json") {
