@@ -200,7 +200,9 @@ func (e *Error) Error() string {
 	if e.Committed {
 		b.WriteString("; the change was committed")
 	}
-	if e.Err != nil {
+	if e.Err != nil && !(e.Detail == "" && e.Err.Error() == describe(e.Code)) {
+		// EACCES reads "permission denied", as permission_denied is
+		// described: said once, not twice before the code says it again.
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}

@@ -43,3 +43,17 @@ func TestErrorWithoutOpIsItsSentence(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", bare.Error(), want)
 	}
 }
+
+// TestPermissionDeniedSaidOnce: an EACCES wrapped as permission_denied
+// reads "open p: permission denied (permission_denied)", not the same
+// words twice before the code (issue 20: "printed three times").
+func TestPermissionDeniedSaidOnce(t *testing.T) {
+	e := &Error{Op: "open", Path: "p", Code: CodePermissionDenied, Err: errors.New("permission denied")}
+	if got, want := e.Error(), "open p: permission denied (permission_denied)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	e.Detail = "owned by uid 7"
+	if got, want := e.Error(), "open p: owned by uid 7: permission denied (permission_denied)"; got != want {
+		t.Errorf("with a detail: %q, want %q", got, want)
+	}
+}

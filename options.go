@@ -1,11 +1,32 @@
 package exactfs
 
+import "io/fs"
+
 // A WriteOption adjusts Publish, WriteFile and ReplaceExpected.
 type WriteOption func(*writeOptions)
 
 type writeOptions struct {
 	beforeCommit func() error
 	afterCommit  func()
+	exactPerm    bool
+}
+
+// ExactPerm makes Publish and WriteFile give the new file exactly perm,
+// without the umask: for a caller that keeps the mode of the file it
+// replaces, or that was told a mode explicitly (chmod-like, as install -m
+// is). Without it, perm is narrowed by the process's umask, as os.WriteFile
+// and open(2) narrow it, so 0o666 gives 0644 under the usual 022.
+func ExactPerm() WriteOption {
+	return func(o *writeOptions) { o.exactPerm = true }
+}
+
+// perm is the mode a new file gets for the perm its caller passed: perm
+// itself with ExactPerm, else perm without the umask's bits.
+func (o writeOptions) perm(perm fs.FileMode) fs.FileMode {
+	if o.exactPerm {
+		return perm
+	}
+	return perm &^ umask()
 }
 
 // BeforeCommit makes f run once the new bytes are staged and fsynced under

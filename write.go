@@ -333,6 +333,10 @@ func syncDir(op, path string, dirfd int) error {
 // the residue's path, and the returned Identity (of the published, durable
 // file) is valid.
 //
+// The mode is perm narrowed by the process's umask, as os.WriteFile and
+// open(2) narrow it (0o666 gives 0644 under the usual 022); ExactPerm
+// gives exactly perm.
+//
 // The commit is proved as WriteFile's is: a file renamed over the private
 // name is never published as this call's (identity_mismatch before the
 // rename, outcome_unknown if it came in the window just before it), and
@@ -360,7 +364,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if _, err := sys.Lstat(p.fd, base); err == nil {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
-	s, err := stage(op, path, p.fd, base, StagingSuffix, data, perm, nil)
+	s, err := stage(op, path, p.fd, base, StagingSuffix, data, o.perm(perm), nil)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -492,12 +496,23 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // root where the file belongs to another uid that does not own the
 // directory and the directory is a shared sticky one (/tmp): there the
 // owner may be anyone who planted a file at the name, and would be handed
-// what the caller writes. perm is the new file's mode whether or not path
-// exists: it is an explicit argument, and callers that mean to keep the
-// old mode pass it (statelock's Update and the exactfs write command do).
-// Only permission bits are set; ACLs and other extended attributes of the
-// old file are not carried over. A new file belongs to the caller, as with
+// what the caller writes. A new file belongs to the caller, as with
 // os.WriteFile.
+//
+// The new file's mode is perm narrowed by the process's umask, as
+// os.WriteFile and open(2) narrow it when they create a file (0o666 gives
+// 0644 under the usual 022, never a world-writable file), whether or not
+// path exists. With ExactPerm it is exactly perm: callers that keep the
+// old file's mode pass that mode with ExactPerm (statelock's Update and
+// the exactfs write command do), since a umask must not silently change
+// who may read state that already exists. Only permission bits are set;
+// ACLs and other extended attributes of the old file are not carried over.
+//
+// A regular file at path with more than one name (a hard link) is replaced
+// at this name only: the other names keep the old inode and bytes.
+// ReplaceExpected and UnlinkExact refuse such a file
+// (hard_link_unsupported), and so do the exactfs command's write and
+// update; a caller that wants that answer checks Identity.Nlink first.
 //
 // The commit is proved: the private name must still hold the staged file
 // just before the rename, and path must hold it just after. A file another
@@ -531,7 +546,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 		}
 		prev = ownerOf(st)
 	}
-	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, perm, prev)
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, o.perm(perm), prev)
 	if err != nil {
 		return Identity{}, err
 	}

@@ -78,10 +78,26 @@ func DefaultConfigRoot() (string, error) {
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
-		return "", fmt.Errorf("liveness: no default config root: %w", err)
+		return "", configRootError{fmt.Errorf("liveness: no default config root: %w", err)}
 	}
 	return filepath.Join(dir, "exactfs"), nil
 }
+
+// ErrConfigRootUnavailable matches (errors.Is) a failure to find, create
+// or open the config root: no $HOME and no $XDG_CONFIG_HOME, a home
+// directory that cannot be written, a config root that is not a
+// directory or that others may write. A caller can then say what to do
+// about it (name a config root the process can use) rather than only
+// that a lock could not be taken. A malformed secret inside a usable
+// root is not this error.
+var ErrConfigRootUnavailable = errors.New("config root unavailable")
+
+// configRootError marks err as ErrConfigRootUnavailable, keeping its message.
+type configRootError struct{ err error }
+
+func (e configRootError) Error() string        { return e.err.Error() }
+func (e configRootError) Unwrap() error        { return e.err }
+func (e configRootError) Is(target error) bool { return target == ErrConfigRootUnavailable }
 
 // LoadHostIdentity computes this host's identity from the platform machine
 // id ([MachineID]) and the installation secret in configRoot, creating the
@@ -182,7 +198,7 @@ func loadSecret(configRoot string) ([]byte, error) {
 	}
 	d, err := openConfigRoot(configRoot)
 	if err != nil {
-		return nil, err
+		return nil, configRootError{err}
 	}
 	defer d.Close()
 	hook.Fire(hook.SecretRootChecked, configRoot)
@@ -353,7 +369,10 @@ func createSecret(d *exactfs.Dir, file string) ([]byte, error) {
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("liveness: generating installation secret: %w", err)
 	}
-	_, err := d.Publish(SecretFileName, []byte(hex.EncodeToString(secret[:])+"\n"), 0o600)
+	// Exactly 0600 whatever the umask: a reader checks the secret's mode,
+	// and a umask that took the owner's write bit would make every later
+	// run refuse it.
+	_, err := d.Publish(SecretFileName, []byte(hex.EncodeToString(secret[:])+"\n"), 0o600, exactfs.ExactPerm())
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -340,5 +341,41 @@ func TestMalformedMachineIDNotInError(t *testing.T) {
 	_, err := LoadHostIdentityFrom(t.TempDir(), fixedMachineID(leaked))
 	if err == nil || strings.Contains(err.Error(), "0123456789") {
 		t.Fatalf("err = %v: want an error that does not repeat the machine id", err)
+	}
+}
+
+// TestConfigRootUnavailableIsNamed: every failure to find, create or open
+// the config root matches ErrConfigRootUnavailable (so a caller can say
+// "pass a config root"), and keeps its cause. Fails on f315da3, which had
+// no way to tell these from any other failure.
+func TestConfigRootUnavailableIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, root := range map[string]string{
+		"under a file": filepath.Join(file, "cfg"),
+		"is a file":    file,
+		"empty":        "",
+	} {
+		_, err := LoadHostIdentityFrom(root, func() (string, error) { return "0123456789abcdef0123456789abcdef", nil })
+		if name == "empty" {
+			if err == nil {
+				t.Errorf("%s: no error", name)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrConfigRootUnavailable) {
+			t.Errorf("%s: %v does not match ErrConfigRootUnavailable", name, err)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		return // the default root comes from %AppData%, not $HOME
+	}
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("HOME", "")
+	if _, err := DefaultConfigRoot(); err == nil || !errors.Is(err, ErrConfigRootUnavailable) {
+		t.Errorf("DefaultConfigRoot without HOME: %v, want ErrConfigRootUnavailable", err)
 	}
 }

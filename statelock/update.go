@@ -115,7 +115,9 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 	if err != nil {
 		return err
 	}
-	_, err = d.WriteFile(name, next, perm, wopts...)
+	// perm is the old file's mode (or 0600 for a new one), kept exactly:
+	// a umask must not change who may read state that exists.
+	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm())...)
 	return err
 }
 

@@ -70,7 +70,7 @@ func bumpFence(d *exactfs.Dir, name string, want uint64) (uint64, error) {
 			want = cur + 1
 		}
 		if id == nil {
-			_, err = d.Publish(name, formatFence(want), 0o600)
+			_, err = d.Publish(name, formatFence(want), 0o600, exactfs.ExactPerm())
 		} else {
 			_, err = d.ReplaceExpected(name, formatFence(want), *id)
 		}

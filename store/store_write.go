@@ -24,7 +24,7 @@ func (s *Store) Publish(rel string, data []byte) (exactfs.Identity, error) {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	id, err := d.Publish(base, data, 0o600, s.beforeCommit(op, rel))
+	id, err := d.Publish(base, data, 0o600, s.beforeCommit(op, rel), exactfs.ExactPerm())
 	return s.committed(op, rel, d, base, id, err)
 }
 
@@ -139,7 +139,7 @@ func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
 	}
 	defer done()
 	guard, unlock := s.commitGuard(op, rel, d)
-	id, err := d.WriteFile(base, data, 0o600, guard)
+	id, err := d.WriteFile(base, data, 0o600, guard, exactfs.ExactPerm())
 	unlock()
 	return s.committed(op, rel, d, base, id, err)
 }

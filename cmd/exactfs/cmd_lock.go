@@ -38,9 +38,14 @@ system's own symlinks (/var/lock, /var/run; on macOS /tmp, /var, /etc) is
 resolved when every part of that symlink and its target is owned by root and
 writable by no one else; any other symlink on the path is refused (exit 77).
 
-CMD runs with EXACTFS_LOCK_PATH (the owner record) and EXACTFS_LOCK_TOKEN (the
-random token of this acquisition, as in the owner record: it tells this
-acquisition from any other, but is not ordered) in its environment.
+CMD runs with EXACTFS_LOCK_PATH (the owner record, as an absolute path) and
+EXACTFS_LOCK_TOKEN (the random token of this acquisition, as in the owner
+record: it tells this acquisition from any other, but is not ordered) in its
+environment.
+
+Flags go before STATEFILE: what follows it is CMD, so a flag there (lock
+s.json -w 1 -- true) is refused with exit 64 before anything is locked or
+run. A CMD that starts with a dash goes after --.
 
 Coming from flock(1): -n is --try, -w is --timeout, -E is --conflict-exit-code,
 -c runs a shell command, -q is --quiet, and -x is accepted (the only mode). The
@@ -53,6 +58,7 @@ Examples:
   exactfs lock --try state.json -- make deploy || echo "someone else is deploying"
   exactfs lock -n -E 0 state.json -- ./cron-job.sh     # skip this run, silently, if one is running
   exactfs lock --timeout none -c 'make && make install' build.state`,
+		takesCmd: true,
 		flags: func(fs *flagSet) any {
 			f := &lockFlags{}
 			f.register(fs, false)

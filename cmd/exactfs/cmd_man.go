@@ -121,7 +121,7 @@ Run 'exactfs help COMMAND' or 'exactfs COMMAND -h' for the text below, and
 	for _, ev := range [][2]string{
 		{"XDG_CONFIG_HOME", "the default config root is $XDG_CONFIG_HOME/exactfs; it holds machine-identity.secret, from which the host id in lock records is derived."},
 		{"GJC_CONFIG_ROOT", "the config root TypeScript peers use; status and recover look there (and under every home directory) to explain a record written on this host under another config root."},
-		{"EXACTFS_LOCK_PATH, EXACTFS_LOCK_TOKEN", "set for the command that lock runs: the owner record's path and this acquisition's random token."},
+		{"EXACTFS_LOCK_PATH, EXACTFS_LOCK_TOKEN", "set for the command that lock runs: the owner record's absolute path and this acquisition's random token."},
 		{"PATH", "exactfs-etcd, which serves etcd:// and etcds:// state files, is looked for beside the exactfs binary, then on PATH."},
 	} {
 		fmt.Fprintf(w, ".TP\n.B %s\n%s\n", roffEscape(ev[0]), roffEscape(ev[1]))

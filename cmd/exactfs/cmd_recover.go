@@ -79,6 +79,9 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
+	if err := namedLockRecord("recover", exactfs.SystemPath(args[0])); err != nil {
+		return err
+	}
 	r := &recovery{w: e.stdout, stateFile: exactfs.SystemPath(args[0]), lockOpts: identityOptions(o.configRoot, o.hostLocal)}
 	st, plan, err := inspectLock(r.stateFile, r.lockOpts, currentConfigRoot(o.configRoot), o.minAge)
 	if err != nil {
@@ -99,6 +102,9 @@ func runRecover(e *env, opts any, args []string) error {
 	writeLeft(r.w, st, o.minAge)
 	if len(plan) == 0 {
 		fmt.Fprintf(r.w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+		if st.Lock == "permission_denied" {
+			return permissionRecordError{st.LockPath, st.Detail}
+		}
 	}
 	if o.dryRun {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -33,7 +34,9 @@ instant leaves STATEFILE with the old bytes or the new ones, never a torn file,
 and a lock the next caller reclaims at once.
 
 STATEFILE must be a regular file or absent: a symlink, FIFO, socket or device
-there (or at STATEFILE.lock) is refused at once with exit 77 and left alone.
+there (or at STATEFILE.lock) is refused at once with exit 77 and left alone. So
+is a STATEFILE with more than one name (a hard link), before CMD runs: the
+replacement would reach only this name (exit 77, nothing changed).
 Locking, signals, the flock-style flags, the directory rule (--mkdir) and
 exit statuses are as for 'exactfs lock'.
 
@@ -42,6 +45,7 @@ Examples:
   exactfs update counter.txt -- awk '{ n = $1 } END { print n + 1 }'
   exactfs update config.json -- python3 edit_config.py --set debug=true
   exactfs update -c 'jq -c ".runs += 1"' state.json`,
+		takesCmd: true,
 		flags: func(fs *flagSet) any {
 			f := &lockFlags{}
 			f.register(fs, true)
@@ -87,6 +91,11 @@ func runUpdate(e *env, opts any, args []string) error {
 	fn := func(old []byte) ([]byte, error) {
 		stopNotice()
 		ran = true
+		if err := withParent(stateFile, func(d *exactfs.Dir, name string) error {
+			return refuseHardLink(d, name, "update", stateFile)
+		}); err != nil {
+			return nil, err
+		}
 		var out bytes.Buffer
 		c := &child{argv: argv, stdin: bytes.NewReader(old), stdout: &out, stderr: e.stderr}
 		run, err := relay.startChild(e, c)

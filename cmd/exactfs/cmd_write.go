@@ -10,9 +10,10 @@ import (
 )
 
 type writeOptions struct {
-	noReplace bool
-	expect    string
-	mode      modeFlag
+	noReplace  bool
+	expect     string
+	mode       modeFlag
+	allowEmpty bool
 }
 
 // modeFlag is an octal permission flag that remembers whether it was given.
@@ -41,7 +42,7 @@ func init() {
 	register(&command{
 		name:    "write",
 		summary: "replace a file atomically and durably with stdin (or create it, or compare-and-swap)",
-		usage:   "write [--no-replace | --expect ID] [--mode MODE] PATH",
+		usage:   "write [--no-replace | --expect ID] [--mode MODE] [--allow-empty] PATH",
 		help: `Write stdin to PATH so that PATH always holds either the old bytes or all of
 the new ones, even across a crash or power cut: the data is staged under a
 private name beside PATH, fsynced, renamed into place, and the directory is
@@ -56,12 +57,18 @@ Modes:
                   nothing. The successor is swapped in by an atomic exchange,
                   so PATH is never missing; it keeps the predecessor's mode.
 
-The new file's mode is --mode, else the mode of the file being replaced, else
-0600. A replacement keeps the owner and group of the file it replaces, so root's
+The new file's mode is exactly --mode (the umask does not narrow it, as with
+install -m), else the mode of the file being replaced, else 0600. A replacement keeps the owner and group of the file it replaces, so root's
 one-off write of a service's file leaves it the service's; a user who cannot
 give it that owner (another user's file) or group (one the user is not in) is
 refused (exit 74) and nothing changes. A symlink, FIFO or directory at PATH is
-refused (exit 77) and left alone.
+refused (exit 77) and left alone. So is a file with more than one name (a hard
+link), in every mode: replacing one name would leave the others with the old
+bytes (exit 77, nothing changed; the hint says how to find the other names).
+
+Empty stdin is refused (exit 65) and PATH is left untouched: it is nearly
+always a producer that failed, as in 'curl -fsS URL | exactfs write PATH'
+without pipefail, and would wipe the file. --allow-empty writes an empty file.
 
 Examples:
   echo '{"n":0}' | exactfs write --no-replace counter.json
@@ -72,6 +79,7 @@ Examples:
 			fs.BoolVar(&o.noReplace, "no-replace", false, "create PATH, never replace it")
 			fs.StringVar(&o.expect, "expect", "", "replace PATH only if it is exactly `ID`")
 			fs.Var(&o.mode, "mode", "permission bits of the new file, octal (`MODE`, e.g. 0644)")
+			fs.BoolVar(&o.allowEmpty, "allow-empty", false, "let empty stdin replace PATH with an empty file (without it, empty stdin is\nrefused and PATH is left untouched)")
 			return o
 		},
 		run: runWrite,
@@ -101,6 +109,9 @@ func runWrite(e *env, opts any, args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
 	}
+	if len(data) == 0 && !o.allowEmpty {
+		return emptyInput{path}
+	}
 	var id exactfs.Identity
 	err = withParent(path, func(d *exactfs.Dir, name string) error {
 		var err error
@@ -108,9 +119,12 @@ func runWrite(e *env, opts any, args []string) error {
 		case o.expect != "":
 			id, err = d.ReplaceExpected(name, data, want)
 		case o.noReplace:
-			id, err = d.Publish(name, data, o.perm(d, name))
+			id, err = d.Publish(name, data, o.perm(d, name), exactfs.ExactPerm())
 		default:
-			id, err = d.WriteFile(name, data, o.perm(d, name))
+			if err := refuseHardLink(d, name, "write", path); err != nil {
+				return err
+			}
+			id, err = d.WriteFile(name, data, o.perm(d, name), exactfs.ExactPerm())
 		}
 		return err
 	})
@@ -132,4 +146,29 @@ func (o *writeOptions) perm(d *exactfs.Dir, name string) fs.FileMode {
 		return fi.Mode().Perm()
 	}
 	return 0o600
+}
+
+// emptyInput is write's refusal of empty stdin without --allow-empty
+// (exit 65, as update's emptyOutput): a producer that failed upstream of a
+// pipe must not wipe the file.
+type emptyInput struct{ path string }
+
+func (e emptyInput) Error() string {
+	return fmt.Sprintf("stdin was empty; %s was left untouched", e.path)
+}
+
+// refuseHardLink refuses to replace name beneath d when it is a regular
+// file with more than one name: every exactfs replace puts a new inode at
+// one name, so the other names would silently keep the old bytes.
+// ReplaceExpected and rm --expect refuse such a file in the library; write
+// and update refuse it here, so the answer is the same everywhere (exit
+// 77, nothing changed). A link made after this look is not seen: only
+// the lock (for update) or the caller can keep names from appearing.
+func refuseHardLink(d *exactfs.Dir, name, op, path string) error {
+	id, err := d.IdentityOf(name)
+	if err != nil || !id.Mode.IsRegular() || id.Nlink <= 1 {
+		return nil // absent, or refused by the write itself with its own words
+	}
+	return &exactfs.Error{Op: op, Path: path, Code: exactfs.CodeHardLinkUnsupported,
+		Detail: fmt.Sprintf("it has %d names (hard links); replacing this one would leave the others with the old bytes, so nothing was changed", id.Nlink)}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -19,7 +20,7 @@ import (
 const (
 	exitOK       = 0
 	exitUsage    = 64 // bad flags or arguments
-	exitDataErr  = 65 // update: CMD printed nothing (EX_DATAERR); the state file is untouched
+	exitDataErr  = 65 // update: CMD printed nothing, write: empty stdin (EX_DATAERR); the file is untouched
 	exitUnavail  = 69 // a backend URL whose command (exactfs-etcd) is not installed (EX_UNAVAILABLE)
 	exitIO       = 74 // any other failure: I/O, permissions, nothing there
 	exitBusy     = 75 // the lock is held (or the wait timed out); try again later
@@ -35,11 +36,12 @@ const exitCodeHelp = `Exit status:
   N    lock, update: the status of CMD itself (128+n if CMD was killed by signal n;
        126 if CMD could not be executed, 127 if it was not found)
   64   usage error
-  65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
-       (--allow-empty accepts an empty result)
+  65   update: CMD exited 0 but printed nothing; write: stdin was empty; the
+       file was left untouched (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
-  74   other failure (I/O error, permission denied, nothing at the path);
-       status: the lock record is unreadable
+  74   other failure (I/O error, permission denied, nothing at the path, a
+       missing --config-root); status: the lock record is unreadable or
+       this user may not open it (status --exit-status has codes of its own)
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
        also: the file changed while it was being read; recover: a planned
        action was not done because its object was in use
@@ -95,7 +97,7 @@ func exitCode(err error) int {
 		return int(st)
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, new(emptyOutput)):
+	case errors.As(err, new(emptyOutput)), errors.As(err, new(emptyInput)):
 		return exitDataErr
 	case errors.As(err, new(notDoneError)):
 		return exitBusy
@@ -173,11 +175,27 @@ func hintFor(err error, code int) string {
 	isLock := le != nil
 	oc := outcome(err)
 	switch {
+	case isLock && (code == exitUnsafe || code == exitIO) && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) && othersRecord(innermostPath(err)) != "":
+		return othersRecord(innermostPath(err)) + ": " + sharedUIDAdvice
+	case code == exitBusy && isLock && strings.Contains(le.Holder, "only explicit recovery"):
+		return "waiting does not help: a crash left this transition claim, and no lock call removes it; " +
+			"run 'exactfs recover " + stateFileOf(le.Path) + "' (it checks that the claim is empty and unowned, then removes it)"
+	case code == exitBusy && isLock && strings.Contains(le.Holder, "empty legacy lock directory"):
+		return "an empty legacy lock directory has no owner: a lock call takes it over once it is 30s old; " +
+			"if you know nothing uses it, remove it now (rmdir " + le.Path + ")"
 	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
+		if x, ok := readRecordExtras(le.Path); ok && thisBoot(x.BootID) {
+			return "the record carries this machine's current boot id: it was probably written on this host under another config root " +
+				"(a --config-root, or a kept demo directory's config/); 'exactfs status " + stateFileOf(le.Path) + "' looks for that root, or pass it with --config-root DIR"
+		}
 		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
 			"'exactfs status' says whether this host wrote it under another config root, and gives the safe way out"
 	case code == exitBusy && isLock:
-		return "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
+		hint := "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
+		if x, ok := readRecordExtras(le.Path); ok && otherPidNS(x.PidNS) {
+			hint = fmt.Sprintf("its pid is in another pid namespace (ns %d: a container, unshare --pid), not one ps shows here; ", x.PidNS) + hint
+		}
+		return hint
 	case code == exitBusy:
 		return "the file changed while it was read; retry"
 	case code == exitUnsafe && oc == exactfs.CodeReparsePoint && symlinkHintFor(err) != "":
@@ -185,21 +203,35 @@ func hintFor(err error, code int) string {
 	case code == exitUnsafe && isLock:
 		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
 	case code == exitUnsafe && oc == exactfs.CodeHardLinkUnsupported:
-		return "the file has another name; remove the other hard link first, or use plain rm if that is what you mean"
+		return hardLinkHint(err)
 	case code == exitUnsafe:
 		return "nothing was followed or changed; exactfs only operates on regular files and directories it can prove"
 	case code == exitMismatch && oc == exactfs.CodeDestinationExists:
 		return "nothing was replaced; use 'exactfs write --expect ID' to replace a file you have seen"
 	case code == exitMismatch:
 		return "nothing was changed; run 'exactfs stat' again to see what is there now"
+	case errors.As(err, new(permissionRecordError)):
+		return sharedUIDAdvice + "; 'exactfs recover' does not remove a record for this"
 	case errors.As(err, new(unreadableError)):
 		return "'exactfs recover' removes such a record once it is 30s old and no process holds it, and prints the exact removal of a younger one"
 	case errors.As(err, new(notDoneError)):
 		return "run 'exactfs recover' again later; 'exactfs status' shows what is there now"
+	case errors.As(err, new(emptyInput)):
+		return "if the producer failed, fix it (set -o pipefail makes a failed curl stop the pipeline); pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
+	case errors.Is(err, liveness.ErrConfigRootUnavailable):
+		return "exactfs keeps this host's identity in a config root ($XDG_CONFIG_HOME/exactfs, else ~/.config/exactfs): " +
+			"set HOME to a directory this user can write, or pass --config-root DIR (an existing owner-only directory; every process sharing the lock must use the same one)"
+	case errors.As(err, new(missingConfigRootError)):
+		return "check it for a typo: every process sharing a lock must use one config root. If a new one is what you mean, create it first (mkdir -m 700 DIR)"
 	case errors.As(err, new(missingDirError)):
 		return "check the path for a typo; create the directory first (mkdir -p), or pass --mkdir to have it created (mode 0700)"
+	case !isLock && (oc == exactfs.CodePermissionDenied || errors.Is(err, fs.ErrPermission)):
+		if o := othersRecord(innermostPath(err)); o != "" {
+			return o + "; run as that user (or root), or have them give this user access"
+		}
+		return "this user may not do that there; check the permissions of the file and its directory (ls -ld) and who the command runs as (id)"
 	case oc == exactfs.CodeAtomicUnavailable:
 		return "this filesystem cannot rename without replacing (NFS, some FUSE); run 'exactfs doctor' for details"
 	case oc == exactfs.CodeNotFound || (oc == "" && errors.Is(err, fs.ErrNotExist)):
@@ -225,3 +257,26 @@ func symlinkHintFor(err error) string {
 	}
 	return symlinkHint(xe.Path)
 }
+
+// hardLinkHint says how to go on with a file exactfs refused because it has
+// more than one name: find the other names, then either remove them or,
+// for a write, give this name a file of its own, knowingly.
+func hardLinkHint(err error) string {
+	p := "FILE"
+	var xe *exactfs.Error
+	if errors.As(err, &xe) && xe.Path != "" {
+		p = xe.Path
+	}
+	find := fmt.Sprintf("list its names with 'find MOUNTPOINT -xdev -samefile %s'", p)
+	if xe != nil && xe.Op == "unlink" {
+		return find + "; exactfs rm removes only a file with one name: remove the other names first, or, to drop just this name and keep the file under the others, use plain rm"
+	}
+	return fmt.Sprintf("%s; remove the names you do not need, or, to give this name a copy of its own and leave the others as they are, "+
+		"'cp -p %s %s.copy && mv %s.copy %s'; then run the command again", find, p, p, p, p)
+}
+
+// sharedUIDAdvice is what to do when a lock file belongs to another user:
+// the protocol makes every lock record owner-only, so a lock is shared by
+// processes of one uid (and root), never through group permissions.
+const sharedUIDAdvice = "every process sharing a lock must run as the same user, because its records are owner-only (0600) by the protocol, " +
+	"so a group-writable directory does not share a lock between users; run this as that user (or root), or give the processes one uid"

@@ -41,7 +41,10 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	appData := filepath.Join(dir, "appdata") // the default config root's parent, as %APPDATA% exists
-	for _, d := range []string{work, appData} {
+	// A --config-root that does not exist is refused before anything else
+	// (usage of the CLI, not Windows); the case below must reach the lock.
+	config := filepath.Join(dir, "config")
+	for _, d := range []string{work, appData, config} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

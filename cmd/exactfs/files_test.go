@@ -217,7 +217,11 @@ func TestRmRefusesHardLink(t *testing.T) {
 
 func TestDoctorProbesAndCleansUp(t *testing.T) {
 	dir := t.TempDir()
-	r := runIn(t, dir, 30*time.Second, "", "doctor", "--config-root", filepath.Join(t.TempDir(), "cfg"), dir)
+	cfg := filepath.Join(t.TempDir(), "cfg")
+	if err := os.Mkdir(cfg, 0o700); err != nil { // a missing --config-root is refused
+		t.Fatal(err)
+	}
+	r := runIn(t, dir, 30*time.Second, "", "doctor", "--config-root", cfg, dir)
 	expectCode(t, r, 0, "doctor")
 	for _, want := range []string{"filesystem", "rename no-replace", "atomic exchange", "hard links", "OFD locks", "What this means", "host id:"} {
 		if !strings.Contains(r.stdout, want) {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -122,4 +125,36 @@ func currentConfigRoot(flag string) string {
 	}
 	d, _ := liveness.DefaultConfigRoot()
 	return d
+}
+
+// missingConfigRootError is a --config-root that does not exist. It is
+// refused, not created: a new config root gets a new installation secret,
+// so a mistyped one gives this host a new host id, and a lock left by a
+// crash under it looks foreign to every peer (respected forever). Only the
+// default root is created when missing, as the first run needs.
+type missingConfigRootError struct {
+	dir string
+	err error
+}
+
+func (m missingConfigRootError) Error() string {
+	return fmt.Sprintf("--config-root %s does not exist; nothing was created (a new config root would give this host a new host id)", m.dir)
+}
+func (m missingConfigRootError) Unwrap() error { return m.err }
+
+// checkConfigRootFlag refuses a --config-root that does not exist, unless
+// it is the default root.
+func checkConfigRootFlag(dir string) error {
+	_, err := os.Stat(dir)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or the lock call says what is wrong with it
+	}
+	if def, derr := liveness.DefaultConfigRoot(); derr == nil && filepath.Clean(def) == filepath.Clean(dir) {
+		return nil
+	}
+	abs, aerr := filepath.Abs(dir)
+	if aerr == nil && abs != filepath.Clean(dir) {
+		dir = dir + " (" + abs + ")"
+	}
+	return missingConfigRootError{dir: dir, err: err}
 }

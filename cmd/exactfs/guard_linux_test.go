@@ -370,7 +370,7 @@ func TestLockGuardKeepsStatusesAndStreams(t *testing.T) {
 	expectCode(t, runIn(t, dir, quick, "", "lock", "s", "--", "./noexec"), exitCannotExec, "non-executable CMD")
 	r = runIn(t, dir, quick, "in", "lock", "s", "--", "sh", "-c", `cat; echo " $EXACTFS_LOCK_PATH"; echo err >&2`)
 	expectCode(t, r, 0, "streams")
-	if want := "in s.lock\n"; r.stdout != want || r.stderr != "err\n" {
+	if want := "in " + filepath.Join(dir, "s.lock") + "\n"; r.stdout != want || r.stderr != "err\n" {
 		t.Fatalf("stdout %q stderr %q, want %q and %q", r.stdout, r.stderr, want, "err\n")
 	}
 }

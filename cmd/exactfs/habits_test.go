@@ -110,7 +110,7 @@ func TestFlockHabits(t *testing.T) {
 
 	r := runIn(t, dir, quick, "", "lock", "-c", `echo "$EXACTFS_LOCK_PATH" > ran`, "s")
 	expectCode(t, r, 0, "lock -c")
-	if got := strings.TrimSpace(mustRead(t, ran)); got != "s.lock" {
+	if got := strings.TrimSpace(mustRead(t, ran)); got != filepath.Join(dir, "s.lock") {
 		t.Fatalf("lock -c: the shell command saw EXACTFS_LOCK_PATH=%q", got)
 	}
 	os.Remove(ran)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -15,14 +17,17 @@ import (
 // help of status for the schema. It is built from statelock.Inspect and a
 // dry run of statelock.Recover: the CLI judges nothing itself.
 type statusJSON struct {
-	StateFile string        `json:"state_file"`
-	LockPath  string        `json:"lock_path"`
-	Lock      string        `json:"lock"` // free, released, held, stale, unreadable, legacy, unsafe
-	Holder    *holderJSON   `json:"holder"`
-	Detail    string        `json:"detail,omitempty"`
-	Claim     claimJSON     `json:"claim"`
-	Residue   []residueJSON `json:"residue"`
-	Recover   []actionJSON  `json:"recover"`
+	StateFile string      `json:"state_file"`
+	LockPath  string      `json:"lock_path"`
+	Lock      string      `json:"lock"` // free, released, held, stale, unreadable, permission_denied, legacy, unsafe
+	Holder    *holderJSON `json:"holder"`
+	Detail    string      `json:"detail,omitempty"`
+	// RecordOwner is set for permission_denied: who owns the record this
+	// process may not open.
+	RecordOwner *recordOwner  `json:"record_owner,omitempty"`
+	Claim       claimJSON     `json:"claim"`
+	Residue     []residueJSON `json:"residue"`
+	Recover     []actionJSON  `json:"recover"`
 }
 
 type holderJSON struct {
@@ -39,6 +44,21 @@ type holderJSON struct {
 	// OtherConfigRoot is set when the record names another host but was
 	// written on this one, by a process that used another config root.
 	OtherConfigRoot *otherRoot `json:"other_config_root,omitempty"`
+	// PidNS is the record's pid namespace (0: not recorded); OtherPidNS
+	// says it is not this process's, so the pid is not one ps shows here.
+	PidNS      uint64 `json:"pid_ns,omitempty"`
+	OtherPidNS bool   `json:"other_pid_ns,omitempty"`
+	// ThisBoot: the record carries this machine's current boot id.
+	ThisBoot bool `json:"this_boot,omitempty"`
+	// Command is the live holder's command line, where it can be read
+	// (Linux, this pid namespace, the record's start time still the pid's).
+	Command string `json:"command,omitempty"`
+}
+
+// recordOwner is the owner of a lock record, for permission_denied.
+type recordOwner struct {
+	Uid  uint32 `json:"uid"`
+	Mode string `json:"mode"` // octal, "0600"
 }
 
 type claimJSON struct {
@@ -98,6 +118,23 @@ func inspectLock(stateFile string, opts []statelock.Option, configRoot string, m
 		st.Holder = holderOf(h)
 		if s.State == statelock.StateHeld && !h.ThisHost && h.HostID != "" {
 			st.Holder.OtherConfigRoot = findOtherRoot(stateFile, h.HostID, configRoot, opts)
+		}
+		if x, ok := readRecordExtras(s.LockPath); ok {
+			st.Holder.PidNS, st.Holder.OtherPidNS = x.PidNS, otherPidNS(x.PidNS)
+			st.Holder.ThisBoot = thisBoot(x.BootID)
+		}
+		if h.ThisHost && h.Verdict == "alive" && !st.Holder.OtherPidNS {
+			st.Holder.Command = holderCommand(h.Pid, h.StartTime, h.StartTimeFormat)
+		}
+	}
+	if s.State == statelock.StateUnreadable && strings.Contains(s.Detail, "("+string(exactfs.CodePermissionDenied)+")") {
+		// Not a malformed record: one this user may not open. No lock call
+		// of this user will take it, and recover will not remove it; its
+		// owner's calls take it as usual.
+		st.Lock = "permission_denied"
+		if uid, mode, ok := fileOwner(s.LockPath); ok {
+			st.RecordOwner = &recordOwner{Uid: uid, Mode: fmt.Sprintf("%04o", mode)}
+			st.Detail = fmt.Sprintf("owned by %s, mode %04o; this process (%s) may not open it", uidName(uid), mode, uidName(uint32(os.Geteuid())))
 		}
 	}
 	if s.State == statelock.StateLegacy {
@@ -268,7 +305,11 @@ func waitingFor(stateFile string, opts []statelock.Option) string {
 	case s.Holder.HostID == "":
 		where = "on an unnamed host"
 	}
-	return fmt.Sprintf("pid %d %s for %s", s.Holder.Pid, where, roundAge(s.Holder.Age))
+	pid := fmt.Sprintf("pid %d", s.Holder.Pid)
+	if x, ok := readRecordExtras(s.LockPath); ok {
+		pid = pidWhere(s.Holder.Pid, x.PidNS)
+	}
+	return fmt.Sprintf("%s %s for %s", pid, where, roundAge(s.Holder.Age))
 }
 
 func roundAge(d time.Duration) string {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,25 +128,39 @@ func (f *durationFlag) String() string {
 
 func (f *durationFlag) Set(s string) error {
 	f.set = true
-	if s == "none" {
+	switch strings.ToLower(s) {
+	case "none", "inf", "+inf", "infinity", "+infinity":
+		// "inf" is what many try first for "wait forever"; ParseFloat
+		// accepts it, and its conversion to a Duration overflowed into a
+		// negative wait, which meant one attempt.
 		f.forever, f.d = true, 0
 		return nil
 	}
 	f.forever = false
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if secs < 0 {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case math.IsNaN(secs):
+			return fmt.Errorf("%q is not a number of seconds; give a duration such as 5s, 1m or 2.5, or none", s)
+		case secs < 0:
 			return errors.New("a negative wait makes no sense")
+		case secs > maxWaitSeconds:
+			return fmt.Errorf("%s seconds is more than a wait can be (about 292 years); none waits as long as it takes", s)
 		}
 		f.d = time.Duration(secs * float64(time.Second))
 		return nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return fmt.Errorf("want a duration such as 5s, 1m or 2.5, or none, got %q", s)
+		return fmt.Errorf("want a duration such as 5s, 1m or 2.5 (at most about 292 years), or none, got %q", s)
 	}
 	f.d = d
 	return nil
 }
+
+// maxWaitSeconds is the longest wait a number of seconds may give: a
+// time.Duration holds at most about 292 years, and a larger float would
+// overflow the conversion into a negative wait.
+const maxWaitSeconds = float64(math.MaxInt64) / float64(time.Second)
 
 // splitCommand takes "STATEFILE [--] CMD [ARG...]" apart, or, with -c,
 // "STATEFILE" alone.
@@ -256,9 +272,14 @@ func childStatus(cmd *exec.Cmd, waitErr error) int {
 
 // lockEnv is what the command learns about the lock it runs under: the owner
 // record's path and the acquisition's token, which state written under the
-// lock can carry as a fencing token.
+// lock can carry as a fencing token. The path is absolute: CMD may change
+// its directory before it looks.
 func lockEnv(h *statelock.Held) []string {
-	return []string{"EXACTFS_LOCK_PATH=" + h.LockPath(), "EXACTFS_LOCK_TOKEN=" + h.Token()}
+	p := h.LockPath()
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return []string{"EXACTFS_LOCK_PATH=" + p, "EXACTFS_LOCK_TOKEN=" + h.Token()}
 }
 
 // lockFailure gives a busy failure the caller's exit status, silently when

@@ -81,6 +81,9 @@ func dryRunPlan(r result) []string {
 func TestHolderUnderAnotherConfigRoot(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(t.TempDir(), "gjc")
+	if err := os.Mkdir(other, 0o700); err != nil { // a missing --config-root is refused
+		t.Fatal(err)
+	}
 	killedHolder(t, dir, "s", "--config-root", other)
 
 	// Without a hint at the other root: another host, respected.
