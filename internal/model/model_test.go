@@ -1,0 +1,138 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// large reports whether the long configurations run
+// (EXACTFS_MODEL_LARGE=1; about a million states each, seconds without
+// -race).
+func large() bool { return os.Getenv("EXACTFS_MODEL_LARGE") != "" }
+
+func name(c Config) string {
+	kinds := make([]string, len(c.Procs))
+	for i, k := range c.Procs {
+		kinds[i] = k.String()
+	}
+	s := fmt.Sprintf("%s/acq%d/crash%d/restart%d", strings.Join(kinds, "+"), c.Acquisitions, c.Crashes, c.Restarts)
+	if c.PowerCut {
+		s += "/powercut"
+	}
+	return s
+}
+
+// holding are the configurations the protocol as SPEC §4 and §4.8 state
+// it must pass, every property, in CI.
+var holding = []Config{
+	// 2 Go cohort + 1 TypeScript, 2 acquisitions each: hand-offs, sticky
+	// ownership, TypeScript interleaved at every step.
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2},
+	// a crash anywhere, and the crashed process back as a new process.
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1},
+	{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+	// a Go process on the reference path beside the cohort and TypeScript.
+	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2},
+	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
+	// write-back in any order and a power cut after any step.
+	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true},
+}
+
+// holdingLarge run with EXACTFS_MODEL_LARGE=1.
+var holdingLarge = []Config{
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1},
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2, Crashes: 1, PowerCut: true},
+	{Procs: []Kind{Cohort, Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
+}
+
+// TestProtocolHolds explores every interleaving of each configuration and
+// requires every property: mutual exclusion, no tombstone during a
+// hand-off, no TypeScript operation failed, no Go record changed under its
+// owner, no power cut that leaves T1 behind, no strand of the Go side.
+func TestProtocolHolds(t *testing.T) {
+	cfgs := holding
+	if large() {
+		cfgs = append(append([]Config(nil), holding...), holdingLarge...)
+	}
+	total := 0
+	for _, c := range cfgs {
+		t.Run(name(c), func(t *testing.T) {
+			r, err := Check(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += r.States
+			t.Logf("%d states, %d transitions, every property holds", r.States, r.Edges)
+			if r.Violation != nil {
+				t.Fatalf("%d states\n%s", r.States, r.Violation)
+			}
+		})
+	}
+	t.Logf("%d states explored in all", total)
+}
+
+// TestBadVariantsCaught substitutes each known-bad variant and requires
+// the checker to find it, with the property each one breaks, in a
+// configuration the correct protocol passes (so the counterexample is the
+// variant's, not the configuration's).
+func TestBadVariantsCaught(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bug  Bug
+		cfg  Config
+		want string
+	}{
+		{"hand-off without the waiter's slot check", BugNoSlotCheck,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropMutex},
+		{"slot number reused by a later process", BugSlotReuse,
+			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand},
+		{"hand-off through a tombstone without the claim", BugTombstoneHandoff,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone},
+		{"claim released before its sidecar tombstone is durable", BugRmdirBeforeDurableTomb,
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
+		{"reference-path record in the sidecar before the claim directory is durable", BugRefTakeNoDirSync,
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
+		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			good, err := Check(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if good.Violation != nil {
+				t.Fatalf("the correct protocol fails this configuration:\n%s", good.Violation)
+			}
+			c := tc.cfg
+			c.Bugs = tc.bug
+			r, err := Check(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Violation == nil {
+				t.Fatalf("%d states explored and the bad variant was not caught", r.States)
+			}
+			if r.Violation.Property != tc.want {
+				t.Fatalf("caught, but as %q, want %q:\n%s", r.Violation.Property, tc.want, r.Violation)
+			}
+			t.Logf("correct protocol: %d states, all hold; bad variant caught after %d states:\n%s", good.States, r.States, r.Violation)
+		})
+	}
+}
+
+// TestConfigErrors: a configuration the model cannot represent is an
+// error that says what is supported.
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{
+		{},
+		{Procs: []Kind{TS, TS, TS, TS, TS}, Acquisitions: 1},
+		{Procs: []Kind{TS}, Acquisitions: 0},
+	} {
+		if _, err := Check(c); err == nil || !strings.Contains(err.Error(), "supported") {
+			t.Errorf("Check(%+v) = %v, want an error naming what is supported", c, err)
+		}
+	}
+}
