@@ -88,9 +88,12 @@ func (v *Violation) String() string {
 
 // Result is what one exploration found.
 type Result struct {
-	States    int // distinct reachable states
-	Edges     int // transitions explored
-	Stranded  int // reachable states from which the live Go processes cannot all finish
+	States   int // distinct reachable states
+	Edges    int // transitions explored
+	Stranded int // reachable states from which the live Go processes cannot all finish
+	// Reached names every step some live process was about to take in
+	// some reachable state (a step never reached is a step never checked).
+	Reached   map[string]bool
 	Violation *Violation
 }
 
@@ -247,9 +250,22 @@ func Check(cfg Config) (*Result, error) {
 	// live successors in CSR form (for the liveness check)
 	succStart := []int32{}
 	succ := []int32{}
-	res := &Result{}
+	res := &Result{Reached: map[string]bool{}}
+	var reached [numPC]bool
+	defer func() {
+		for pc, ok := range reached {
+			if ok {
+				res.Reached[pcNames[pc]+"@"+kindOf(uint8(pc)).String()] = true
+			}
+		}
+	}()
 	for id := 0; id < len(states); id++ {
 		s := states[id]
+		for i := range cfg.Procs {
+			if !s.p[i].dead {
+				reached[s.p[i].pc] = true
+			}
+		}
 		succStart = append(succStart, int32(len(succ)))
 		var stop *State
 		m.successors(&s, func(ns *State, proc int, what string, live bool) {
@@ -377,4 +393,13 @@ func (m *Model) trace(states []State, parent []int32, id int32) []Step {
 		out = append(out, st)
 	}
 	return out
+}
+
+// kindOf says whose program a program counter belongs to (Cohort standing
+// for both Go kinds).
+func kindOf(pc uint8) Kind {
+	if pc >= tMkdir {
+		return TS
+	}
+	return Cohort
 }

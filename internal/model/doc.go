@@ -97,6 +97,22 @@
 //     invisible to a process that looks again (§4.8.2d says it must).
 //     The reference's own non-atomic rewrite (truncate, write) is modelled
 //     step by step: its torn state is visible and can be left by a crash.
+//   - Steps merged where nothing of interest can fall between them. The
+//     reference's re-capture and its exact unlink are one step (the
+//     unlink compares the same identity again, so a change between them
+//     is refused either way); its proof of a tombstone through the
+//     rewrite descriptor and its truncate are one step (no protocol step
+//     writes a tombstone or sidecar that a claim holder has proved: Go
+//     writes tombstones only under the claim, the sidecar only under its
+//     own claim); a judge whose snapshot has changed since its capture
+//     keeps the record (its exact unlink would refuse: versions never
+//     come back). A Go judge otherwise judges at the judge step, against
+//     the kernel locks and pids of that moment.
+//   - T1 is taken as fatal the first time a TypeScript process meets a
+//     sidecar that is not a tombstone under a claim it just made. The seed
+//     fails there outright on its reclaim path and retries on its acquire
+//     path only while F.lock is absent; reporting it at once is the
+//     stricter reading.
 //   - Inode identity. Ids are reused only when no name, descriptor,
 //     snapshot or lock refers to the old inode (the kernel cannot recycle
 //     an inode a descriptor holds, and nothing else compares ids).
