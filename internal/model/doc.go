@@ -47,6 +47,13 @@
 //     made a tombstone and fsynced before the rmdir (§4.3), and the claim
 //     directory is made durable before its record goes in (see below);
 //     judged by pid; no hand-off, no sticky.
+//   - Old (today's exactfs, before §4.8, on the same directory): the
+//     reference path with §4.7's kernel locks: an OFD lock on its record's
+//     inode (the whole holder range, so it answers for every slot byte)
+//     and on the sidecar while it holds a claim; it judges a record with
+//     locks by "any lock on the inode", so a cohort waiter's slot lock
+//     reads as alive to it (§4.8.5: the safe side); its claim release
+//     does not fsync the sidecar tombstone (claim.go releaseClaim).
 //   - TS (seed 003 as it is): withLockPathTransition (mkdir; a directory in
 //     the way is never reclaimed, T2), acquireOwnerLock on the sidecar and
 //     on F.lock (exclusive create, visible empty until written; or prove a
@@ -146,12 +153,16 @@
 // directory durable after mkdir. The cohort does not need it: its sidecar
 // stays a tombstone. statelock's releaseClaim today writes the sidecar
 // tombstone without an fsync before the rmdir (see its comment), which is
-// BugRmdirBeforeDurableTomb until §4.8.4 lands.
+// BugRmdirBeforeDurableTomb until §4.8.4 lands: TestTodaysClaimReleaseHole
+// prints the power cut that leaves T1 behind (configurations with Old
+// therefore run without power cuts).
 //
 // # Sizes
 //
-// TestProtocolHolds runs about 340 000 states in CI, in seconds;
-// EXACTFS_MODEL_LARGE=1 adds configurations of about a million states
+// TestProtocolHolds runs about 370 000 states in CI, in seconds;
+// EXACTFS_MODEL_LARGE=1 adds configurations of 0.4 to 2.7 million states
 // each (2 Go cohort + 1 TypeScript, 2 acquisitions each, a crash and a
-// restart anywhere). The tests log the exact counts.
+// restart anywhere; 3 cohort + TypeScript; two crashes; today's exactfs
+// beside the cohort and TypeScript), minutes in all. The tests log the
+// exact counts.
 package model

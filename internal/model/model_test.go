@@ -57,6 +57,10 @@ var holding = []Config{
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
 	// write-back in any order and a power cut after any step.
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true},
+	// today's exactfs on the same directory (§4.8.5: an older judge reads
+	// any slot lock as alive). No power cut: see TestTodaysClaimReleaseHole.
+	{Procs: []Kind{Cohort, Old, TS}, Acquisitions: 2},
+	{Procs: []Kind{Cohort, Cohort, Old}, Acquisitions: 1, Crashes: 1},
 }
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
@@ -65,6 +69,9 @@ var holdingLarge = []Config{
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2, Crashes: 1, PowerCut: true},
 	{Procs: []Kind{Cohort, Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
+	{Procs: []Kind{Cohort, Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1},
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 2, Restarts: 1},
+	{Procs: []Kind{Cohort, Cohort, Old, TS}, Acquisitions: 1, Crashes: 1},
 }
 
 // TestProtocolHolds explores every interleaving of each configuration and
@@ -171,4 +178,22 @@ func TestEveryStepReached(t *testing.T) {
 		}
 	}
 	t.Logf("%d distinct steps reached", len(reached))
+}
+
+// TestTodaysClaimReleaseHole records what the model says of today's
+// statelock beside TypeScript across a power cut: its claim release
+// rewrites the sidecar to a tombstone without an fsync before the rmdir
+// (claim.go releaseClaim), so write-back can keep the rmdir and lose the
+// tombstone, and every later TypeScript call fails (T1) until a Go process
+// heals the sidecar. §4.8.4 (the sidecar stays a tombstone) closes it; the
+// cohort configurations of TestProtocolHolds pass the same property.
+func TestTodaysClaimReleaseHole(t *testing.T) {
+	r, err := Check(Config{Procs: []Kind{Old, TS}, Acquisitions: 1, PowerCut: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropPowerCut {
+		t.Fatalf("want %q, got %v", PropPowerCut, r.Violation)
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
 }

@@ -19,6 +19,13 @@ const (
 	Ref
 	// TS is the TypeScript reference (seed 003) as it is.
 	TS
+	// Old is today's exactfs (before §4.8) on the same directory: the
+	// reference path with §4.7's kernel-attested ownership (an OFD lock
+	// on its record's inode, and on the sidecar while it holds a claim),
+	// judging any record that carries locks by "any lock on the inode"
+	// (the whole holder range, which contains every slot byte), its
+	// record in the sidecar, released without an fsync before the rmdir.
+	Old
 )
 
 func (k Kind) String() string {
@@ -29,6 +36,8 @@ func (k Kind) String() string {
 		return "go-ref"
 	case TS:
 		return "ts"
+	case Old:
+		return "go-old"
 	}
 	return "?"
 }

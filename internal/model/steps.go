@@ -87,10 +87,27 @@ func aliveInc(s *State, who, inc uint8) bool {
 
 // slotHeld: does some live process hold the kernel slot lock N on inode
 // ino? (F_OFD_GETLK at byte 2^39+N through a descriptor of that inode.)
+// An older exactfs owner's lock covers the whole holder range, so it
+// answers for every slot byte.
 func (m *Model) slotHeld(s *State, ino, n uint8) bool {
-	for i := range m.cfg.Procs {
+	for i, k := range m.cfg.Procs {
 		q := &s.p[i]
-		if !q.dead && q.slotI == ino && m.slotNum(uint8(i), q.inc) == n {
+		if q.dead || q.slotI != ino {
+			continue
+		}
+		if k == Old || m.slotNum(uint8(i), q.inc) == n {
+			return true
+		}
+	}
+	return false
+}
+
+// anyLock: does some live process hold any lock in the holder range of
+// inode ino? (An older exactfs judge's question, and everyone's for a
+// record without ofd_slot.)
+func (m *Model) anyLock(s *State, ino uint8) bool {
+	for i := range m.cfg.Procs {
+		if q := &s.p[i]; !q.dead && q.slotI == ino {
 			return true
 		}
 	}
@@ -126,10 +143,13 @@ func (m *Model) sideMidWrite(s *State) bool {
 // goDead is a Go judge's verdict on F.lock inode ino holding c (judge.go):
 // a cohort record by its slot lock, a reference-path or TypeScript record
 // by pid and start time, a torn record by the abandoned-write rule.
-func (m *Model) goDead(s *State, ino uint8, c rec) bool {
+func (m *Model) goDead(s *State, judge Kind, ino uint8, c rec) bool {
 	switch c.k {
 	case kLive:
-		if m.cfg.Procs[c.who] == Cohort {
+		switch w := m.cfg.Procs[c.who]; {
+		case w == Old || (w == Cohort && judge == Old):
+			return !m.anyLock(s, ino)
+		case w == Cohort:
 			return !m.slotHeld(s, ino, m.slotNum(c.who, c.inc))
 		}
 		return !aliveInc(s, c.who, c.inc)
@@ -270,7 +290,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			return
 		}
 		c := s.ino[s.lock].c
-		if m.goDead(s, s.lock, c) {
+		if m.goDead(s, kind, s.lock, c) {
 			q.after, q.next, q.pc = gRCap, gLook, gClaim
 			emit(&ns, "F.lock's owner judged dead: take the claim to reclaim")
 			return
@@ -300,6 +320,12 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 				}
 				q.pc = q.after
 				emit(&ns, "mkdir claim + kernel lock on the sidecar (sidecar stays a tombstone)")
+				return
+			}
+			if kind == Old {
+				q.sideL = true
+				q.pc = gRefSide
+				emit(&ns, "mkdir claim + kernel lock on the sidecar")
 				return
 			}
 			if m.cfg.Bugs&BugRefTakeNoDirSync == 0 {
@@ -345,7 +371,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			write(&ns, id, m.myRec(s, i))
 			ns.lock = id
 			q.hIno, q.hVer = id, ns.ino[id].ver
-			if kind == Cohort {
+			if kind == Cohort || kind == Old {
 				q.slotI = id
 			}
 			q.next, q.pc = gCS, gCRel
@@ -353,7 +379,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			return
 		}
 		if s.ino[s.lock].c.k == kTomb {
-			if kind == Cohort {
+			if kind == Cohort || kind == Old {
 				q.slotI = s.lock
 			}
 			write(&ns, s.lock, m.myRec(s, i))
@@ -373,7 +399,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.pc = s.lock, s.ino[s.lock].ver, gRJudge
 		emit(&ns, "reclaim: capture F.lock")
 	case gRJudge:
-		if s.ino[p.ino].ver == p.ver && m.goDead(s, p.ino, s.ino[p.ino].c) {
+		if s.ino[p.ino].ver == p.ver && m.goDead(s, kind, p.ino, s.ino[p.ino].c) {
 			q.pc = gRUnlink
 			emit(&ns, "reclaim: judged dead")
 			return
@@ -415,6 +441,12 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			emit(&ns, "BAD: release claim: rmdir first")
 			return
 		}
+		if kind == Old {
+			ns.writeSide(rec{k: kTomb}, false)
+			q.pc = gCRmdir
+			emit(&ns, "release claim: sidecar tombstone (not fsynced, as today's releaseClaim)")
+			return
+		}
 		ns.writeSide(rec{k: kTomb}, m.cfg.Bugs&BugRmdirBeforeDurableTomb == 0)
 		q.pc = gCRmdir
 		if m.cfg.Bugs&BugRmdirBeforeDurableTomb == 0 {
@@ -430,8 +462,9 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			return
 		}
 		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		q.sideL = false
 		m.afterClaim(&ns, i)
-		emit(&ns, "release claim: rmdir")
+		emit(&ns, "release claim: rmdir (then drop any sidecar lock)")
 	case gPub:
 		q.mail, q.mRec, q.mBy, q.pc = mWaiting, m.myRec(s, i), 0, gSlot
 		emit(&ns, "publish our exact bytes in the mailbox, WAITING")
@@ -453,7 +486,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		}
 		if p.mail == mWaiting {
 			live := s.lock == p.slotI && s.ino[s.lock].c.k == kLive &&
-				m.cfg.Procs[s.ino[s.lock].c.who] == Cohort && !m.goDead(s, s.lock, s.ino[s.lock].c)
+				m.cfg.Procs[s.ino[s.lock].c.who] == Cohort && !m.goDead(s, kind, s.lock, s.ino[s.lock].c)
 			if !live {
 				q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
 				emit(&ns, "holder gone or F.lock changed: withdraw (CAS WAITING->idle), drop slot lock")
@@ -461,7 +494,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		}
 	case gCS:
 		q.done++
-		if kind == Ref {
+		if kind != Cohort {
 			q.after, q.next, q.pc = gRelProve, gFin, gClaim
 			emit(&ns, "leave critical section, release (reference way)")
 			return
