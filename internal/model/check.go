@@ -319,24 +319,28 @@ func Check(cfg Config) (*Result, error) {
 			fill[t]++
 		}
 	}
-	good := make([]bool, n)
-	queue := []int32{}
-	for i := range states {
-		if m.goDone(&states[i]) {
-			good[i] = true
-			queue = append(queue, int32(i))
-		}
-	}
-	for len(queue) > 0 {
-		t := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		for _, f := range pred[indeg[t]:indeg[t+1]] {
-			if !good[f] {
-				good[f] = true
-				queue = append(queue, f)
+	reach := func(target func(*State) bool) []bool {
+		good := make([]bool, n)
+		queue := []int32{}
+		for i := range states {
+			if target(&states[i]) {
+				good[i] = true
+				queue = append(queue, int32(i))
 			}
 		}
+		for len(queue) > 0 {
+			t := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			for _, f := range pred[indeg[t]:indeg[t+1]] {
+				if !good[f] {
+					good[f] = true
+					queue = append(queue, f)
+				}
+			}
+		}
+		return good
 	}
+	good := reach(m.goDone)
 	first := -1
 	for i := range good {
 		if !good[i] {

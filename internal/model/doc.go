@@ -78,7 +78,11 @@
 // process finish. Crashed processes are gone; TypeScript processes may
 // still move (a Go waiter behind a TypeScript holder needs it to release).
 // This is "can still finish", not fairness: a strand is a state from which
-// the Go side can never finish, whatever the scheduler does.
+// the Go side can never finish, whatever the scheduler does. What the
+// reference strands for itself (a claim a crashed process left, T2) is
+// healed by the next Go process that takes the claim; the model checks
+// that such a Go process is never stopped by it, not that one comes along
+// (a Go process past its last claim does not return to heal it).
 //
 // Known-bad variants (Bug) must each be caught; TestBadVariantsCaught
 // holds them to the property each breaks and prints the counterexample.
