@@ -29,6 +29,9 @@ const (
 	// BugRefRmdirFirst: a reference-path Go claim is released by rmdir
 	// and only then is its sidecar rewritten to a tombstone.
 	BugRefRmdirFirst
+	// BugNoGrantRecovery: a waiter left in GRANTING by a granter that died
+	// before its pwrite keeps waiting for the grant (the prototype's gap).
+	BugNoGrantRecovery
 )
 
 // Config is one finite configuration to explore.

@@ -118,6 +118,8 @@ func TestBadVariantsCaught(t *testing.T) {
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
 		{"reference-path record in the sidecar before the claim directory is durable", BugRefTakeNoDirSync,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
+		{"waiter stuck in GRANTING when its granter dies", BugNoGrantRecovery,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed},
 	} {

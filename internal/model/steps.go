@@ -479,7 +479,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			emit(&ns, "granted: our exact bytes through our descriptor, name still names it")
 			return
 		}
-		if p.mail == mGranting && !aliveInc(s, p.mBy-1, p.mByI) {
+		if p.mail == mGranting && !aliveInc(s, p.mBy-1, p.mByI) && m.cfg.Bugs&BugNoGrantRecovery == 0 {
 			q.mail, q.mBy, q.mByI = mWaiting, 0, 0
 			emit(&ns, "granter died mid-grant (bytes not ours): back to WAITING")
 			return
