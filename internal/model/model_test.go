@@ -103,25 +103,33 @@ func TestProtocolHolds(t *testing.T) {
 // variant's, not the configuration's).
 func TestBadVariantsCaught(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		bug  Bug
-		cfg  Config
-		want string
+		name  string
+		bug   Bug
+		cfg   Config
+		want  string
+		steps []string // the mechanism: steps the counterexample must take
 	}{
 		{"hand-off without the waiter's slot check", BugNoSlotCheck,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropMutex},
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropMutex,
+			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "exact unlink of the judged snapshot"}},
 		{"slot number reused by a later process", BugSlotReuse,
-			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand},
+			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand,
+			[]string{"starts again as a new process", "slot lock on the captured inode"}},
 		{"hand-off through a tombstone without the claim", BugTombstoneHandoff,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone},
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone,
+			[]string{"BAD: tombstone first"}},
 		{"claim released before its sidecar tombstone is durable", BugRmdirBeforeDurableTomb,
-			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut,
+			[]string{"sidecar tombstone (NOT fsynced)", "write-back of the claim directory", "POWER CUT"}},
 		{"reference-path record in the sidecar before the claim directory is durable", BugRefTakeNoDirSync,
-			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut},
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut,
+			[]string{"our record into the sidecar", "write-back of the sidecar", "POWER CUT"}},
 		{"waiter stuck in GRANTING when its granter dies", BugNoGrantRecovery,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand},
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand,
+			[]string{"CAS a waiter WAITING->GRANTING", "CRASH"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
-			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed},
+			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
+			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			good := checkGood(t, tc.cfg)
@@ -139,6 +147,12 @@ func TestBadVariantsCaught(t *testing.T) {
 			}
 			if r.Violation.Property != tc.want {
 				t.Fatalf("caught, but as %q, want %q:\n%s", r.Violation.Property, tc.want, r.Violation)
+			}
+			trace := r.Violation.String()
+			for _, st := range tc.steps {
+				if !strings.Contains(trace, st) {
+					t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+				}
 			}
 			t.Logf("correct protocol: %d states, all hold; bad variant caught after %d states:\n%s", good.States, r.States, r.Violation)
 		})

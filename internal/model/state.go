@@ -163,7 +163,7 @@ func (m *Model) render(s *State) string {
 	}
 	for i := range m.cfg.Procs {
 		p := &s.p[i]
-		fmt.Fprintf(&b, "\n      P%d.%d %-9s %-14s done=%d", i, p.inc, m.cfg.Procs[i], m.pcName(i, p.pc), p.done)
+		fmt.Fprintf(&b, "\n      P%d.%d %-9s %-14s done=%d", i, p.inc, m.cfg.Procs[i], pcNames[p.pc], p.done)
 		if p.dead {
 			b.WriteString(" DEAD")
 		}

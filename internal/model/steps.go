@@ -67,8 +67,6 @@ var pcNames = [numPC]string{
 	tRel: "release", tLWrite: "release-write", tLRecap: "release-recapture", tFin: "finished", tFailed: "FAILED",
 }
 
-func (m *Model) pcName(_ int, pc uint8) string { return pcNames[pc] }
-
 // slotNum is the kernel slot number (byte 2^39+N) of one incarnation of
 // one process. SPEC §4.8.1: unique per process for the life of the boot.
 // BAD variant SlotReuse numbers slots by process position instead, so a
@@ -730,11 +728,11 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
 			ns.lock = 0
 			ns.ino[p.ino] = inode{}
-			emit3(q, tAcq)
+			reclaimDone(q)
 			emit(&ns, "reclaim: re-captured identical, exact unlink")
 			return
 		}
-		emit3(q, tAcq)
+		reclaimDone(q)
 		emit(&ns, "reclaim: re-capture differs, keep")
 	case tCS:
 		q.done++
@@ -763,6 +761,8 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 	}
 }
 
-func emit3(q *proc, next uint8) {
-	q.ino, q.ver, q.next, q.pc = 0, 0, next, tCRel
+// reclaimDone ends a TypeScript reclaim: forget the snapshot, release the
+// claim, then try to acquire again.
+func reclaimDone(q *proc) {
+	q.ino, q.ver, q.next, q.pc = 0, 0, tAcq, tCRel
 }
