@@ -85,7 +85,36 @@
 // (a Go process past its last claim does not return to heal it).
 //
 // Known-bad variants (Bug) must each be caught; TestBadVariantsCaught
-// holds them to the property each breaks and prints the counterexample.
+// holds each to the property it breaks and to the steps of its mechanism,
+// in a configuration the correct protocol passes, and prints the
+// counterexample:
+//   - BugNoSlotCheck (no §4.8.2b): the waiter's bytes land before its slot
+//     lock, a Go judge finds the record dead and unlinks it while the
+//     waiter enters: two owners.
+//   - BugSlotReuse (§4.8.1 broken): a restarted process takes its dead
+//     predecessor's slot number, holds it as a waiter on the inode of a
+//     record it was granted in its former life, and waits on itself
+//     forever: a strand.
+//   - BugTombstoneHandoff: a tombstone in F.lock mid-hand-off, which a
+//     TypeScript claim holder may prove and rewrite (T4).
+//   - BugRmdirBeforeDurableTomb, BugRefTakeNoDirSync: a power cut leaves no
+//     claim directory and a Go record in the sidecar (T1 for TypeScript).
+//   - BugNoGrantRecovery: a waiter whose granter died mid-grant waits
+//     forever: a strand.
+//   - BugRefRmdirFirst: TypeScript takes the claim and meets a Go record in
+//     the sidecar: T1, its operation fails.
+//
+// # Reading a trace
+//
+// A counterexample is the shortest path found (breadth first) from the
+// steady state: each step names the process (P<index>), the step it was
+// about to take in brackets, what it did, then the whole state after it:
+// F.lock (inode and content; detached inodes still open), the claim
+// directory and who made it, the sidecar, durable copies under PowerCut,
+// and per process "P<index>.<incarnation> <kind> <next step> done=<n>"
+// with its kernel locks (slot N on inode i, sidecar lock), mailbox state
+// and the record it holds. go test -run TestBadVariantsCaught -v prints
+// them all.
 //
 // # What is abstracted away, and why that is sound
 //
