@@ -354,9 +354,33 @@ func Check(cfg Config) (*Result, error) {
 		}
 	}
 	if first >= 0 {
+		tr := m.trace(states, parent, int32(first))
+		// Then one way it goes on (every way strands): live steps until
+		// none is left or a state repeats.
+		walk := []int32{int32(first)}
+		seen := map[int32]bool{int32(first): true}
+		for len(walk) < 40 {
+			cur := walk[len(walk)-1]
+			next := int32(-1)
+			for _, t := range succ[succStart[cur]:succStart[cur+1]] {
+				if !seen[t] {
+					next = t
+					break
+				}
+			}
+			if next < 0 {
+				break
+			}
+			seen[next] = true
+			walk = append(walk, next)
+		}
+		for _, st := range m.steps(states, walk)[1:] {
+			st.What = "(then) " + st.What
+			tr = append(tr, st)
+		}
 		res.Violation = &Violation{Property: PropStrand,
-			Detail: fmt.Sprintf("%d reachable states strand the Go side; the first found: from its last state no steps of the live processes let every live Go process finish", res.Stranded),
-			Trace:  m.trace(states, parent, int32(first))}
+			Detail: fmt.Sprintf("%d reachable states strand the Go side. From step %d on, no steps of the live processes let every live Go process finish; the steps marked (then) show one way it goes on, until nothing new can happen", res.Stranded, len(tr)-len(walk)),
+			Trace:  tr}
 	}
 	return res, nil
 }
@@ -381,11 +405,16 @@ func (m *Model) goDone(s *State) bool {
 func (m *Model) trace(states []State, parent []int32, id int32) []Step {
 	ids := []int32{}
 	for x := id; x >= 0; x = parent[x] {
-		ids = append(ids, x)
+		ids = append([]int32{x}, ids...)
 	}
-	out := []Step{{Proc: -1, State: m.render(&states[0])}}
-	for k := len(ids) - 2; k >= 0; k-- {
-		from, to := states[ids[k+1]], states[ids[k]]
+	return m.steps(states, ids)
+}
+
+// steps renders the path ids (consecutive states), naming each step.
+func (m *Model) steps(states []State, ids []int32) []Step {
+	out := []Step{{Proc: -1, State: m.render(&states[ids[0]])}}
+	for k := 1; k < len(ids); k++ {
+		from, to := states[ids[k-1]], states[ids[k]]
 		st := Step{Proc: -1, What: "?"}
 		m.successors(&from, func(ns *State, proc int, what string, _ bool) {
 			if *ns == to && st.What == "?" {

@@ -91,10 +91,12 @@
 //   - BugNoSlotCheck (no §4.8.2b): the waiter's bytes land before its slot
 //     lock, a Go judge finds the record dead and unlinks it while the
 //     waiter enters: two owners.
-//   - BugSlotReuse (§4.8.1 broken): a restarted process takes its dead
-//     predecessor's slot number, holds it as a waiter on the inode of a
-//     record it was granted in its former life, and waits on itself
-//     forever: a strand.
+//   - BugSlotReuse (§4.8.1 broken): a waiter dies while the owner grants
+//     it; restarted, it takes its dead predecessor's slot number and
+//     queues on the same inode; the owner's check sees that number held
+//     and writes the predecessor's bytes, a dead record that every Go judge
+//     now reads as alive (the new process holds its slot), and the new
+//     process waits on itself forever: a strand.
 //   - BugTombstoneHandoff: a tombstone in F.lock mid-hand-off, which a
 //     TypeScript claim holder may prove and rewrite (T4).
 //   - BugRmdirBeforeDurableTomb, BugRefTakeNoDirSync: a power cut leaves no
@@ -107,7 +109,8 @@
 // # Reading a trace
 //
 // A counterexample is the shortest path found (breadth first) from the
-// steady state: each step names the process (P<index>), the step it was
+// steady state (for a strand, followed by one way it goes on, marked
+// "(then)"): each step names the process (P<index>), the step it was
 // about to take in brackets, what it did, then the whole state after it:
 // F.lock (inode and content; detached inodes still open), the claim
 // directory and who made it, the sidecar, durable copies under PowerCut,

@@ -114,7 +114,7 @@ func TestBadVariantsCaught(t *testing.T) {
 			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "exact unlink of the judged snapshot"}},
 		{"slot number reused by a later process", BugSlotReuse,
 			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand,
-			[]string{"starts again as a new process", "slot lock on the captured inode"}},
+			[]string{"starts again as a new process", "slot lock on the captured inode", "(then) [grant-pwrite]"}},
 		{"hand-off through a tombstone without the claim", BugTombstoneHandoff,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone,
 			[]string{"BAD: tombstone first"}},
