@@ -5,17 +5,17 @@ package model
 // function, for TypeScript) it stands for.
 const (
 	// Go (cohort and reference path).
-	gLook     uint8 = iota // capture F.lock without the claim and route (acquire.go's first look)
+	gLook     uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
 	gClaim                 // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
 	gClEntomb              // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
 	gClRemove              // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
 	gRefSide               // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
-	gTake                  // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go/reuse.go); slot lock first
-	gRCap                  // under the claim: capture F.lock for a stale reclaim
+	gTake                  // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
+	gRCap                  // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
 	gRJudge                // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
-	gRUnlink               // exact unlink of the judged snapshot (reclaim_unix.go)
-	gRelProve              // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go release)
-	gCRel                  // release the claim: cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
+	gRUnlink               // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
+	gRelProve              // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
+	gCRel                  // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
 	gCRmdir                // ref: rmdir the claim directory
 	gPub                   // waiter: publish its exact record bytes in its mailbox slot, state WAITING
 	gSlot                  // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
