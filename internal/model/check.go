@@ -247,8 +247,9 @@ func Check(cfg Config) (*Result, error) {
 	}
 	m := &Model{cfg: cfg}
 	init := m.initial()
-	index := map[State]int32{init: 0}
 	states := []State{init}
+	index := newStateSet()
+	index.add(states, 0)
 	parent := []int32{-1}
 	// live successors in CSR form (for the liveness check)
 	succStart := []int32{}
@@ -276,11 +277,11 @@ func Check(cfg Config) (*Result, error) {
 			if stop != nil {
 				return
 			}
-			nid, ok := index[*ns]
-			if !ok {
+			nid := index.find(states, ns)
+			if nid < 0 {
 				nid = int32(len(states))
-				index[*ns] = nid
 				states = append(states, *ns)
+				index.add(states, nid)
 				parent = append(parent, int32(id))
 				if prop, _ := m.violated(ns); prop != "" {
 					c := *ns
@@ -294,7 +295,7 @@ func Check(cfg Config) (*Result, error) {
 		if stop != nil {
 			prop, detail := m.violated(stop)
 			res.States = len(states)
-			res.Violation = &Violation{Property: prop, Detail: detail, Trace: m.trace(states, parent, index[*stop])}
+			res.Violation = &Violation{Property: prop, Detail: detail, Trace: m.trace(states, parent, index.find(states, stop))}
 			return res, nil
 		}
 		if len(states) > cfg.MaxStates {
