@@ -42,7 +42,8 @@ type Config struct {
 	Restarts     int  // crashed processes that may come back as new processes
 	PowerCut     bool // model write-back and allow one power cut ("crash all")
 	Bugs         Bug
-	MaxStates    int // give up beyond this many states (0: 20 million)
+	MaxStates    int  // give up beyond this many states (0: 20 million)
+	Coverage     bool // count the outcomes taken (Result.Taken)
 }
 
 // Properties the checker reports.
@@ -96,7 +97,10 @@ type Result struct {
 	Stranded int // reachable states from which the live Go processes cannot all finish
 	// Reached names every step some live process was about to take in
 	// some reachable state (a step never reached is a step never checked).
-	Reached   map[string]bool
+	Reached map[string]bool
+	// Taken counts, per "kind: outcome", the transitions taken (with
+	// Config.Coverage): every branch of every step, not only every step.
+	Taken     map[string]int
 	Violation *Violation
 }
 
@@ -193,7 +197,7 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 				np.pc = gLook
 			}
 			ns.p[i] = np
-			emit(&ns, i, fmt.Sprintf("starts again as a new process (slot %d)", m.slotNum(uint8(i), np.inc)), false)
+			emit(&ns, i, "starts again as a new process (a new pid and slot)", false)
 		}
 	}
 }
@@ -254,7 +258,7 @@ func Check(cfg Config) (*Result, error) {
 	// live successors in CSR form (for the liveness check)
 	succStart := []int32{}
 	succ := []int32{}
-	res := &Result{Reached: map[string]bool{}}
+	res := &Result{Reached: map[string]bool{}, Taken: map[string]int{}}
 	var reached [numPC]bool
 	defer func() {
 		for pc, ok := range reached {
@@ -274,6 +278,13 @@ func Check(cfg Config) (*Result, error) {
 		var stop *State
 		m.successors(&s, func(ns *State, proc int, what string, live bool) {
 			res.Edges++
+			if cfg.Coverage {
+				k := "kernel"
+				if proc >= 0 {
+					k = kindOf(s.p[proc].pc).String()
+				}
+				res.Taken[k+": "+what]++
+			}
 			if stop != nil {
 				return
 			}

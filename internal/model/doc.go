@@ -84,6 +84,14 @@
 // that such a Go process is never stopped by it, not that one comes along
 // (a Go process past its last claim does not return to heal it).
 //
+// A property that holds because a branch is never taken proves little:
+// TestEveryStepReached and TestEveryOutcomeTaken require every step and
+// every outcome of every step (each emit in steps.go) to be taken in the
+// CI configurations, except the bad variants', the fatal cases, and two
+// compares that only a writer outside the protocol could fail (the
+// exact unlink of a record judged dead under the claim: dead records do
+// not change, only a live owner hands off).
+//
 // Known-bad variants (Bug) must each be caught; TestBadVariantsCaught
 // holds each to the property it breaks and to the steps of its mechanism,
 // in a configuration the correct protocol passes, and prints the

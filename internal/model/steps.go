@@ -450,7 +450,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		if m.cfg.Bugs&BugRmdirBeforeDurableTomb == 0 {
 			emit(&ns, "release claim: sidecar tombstone, fsync")
 		} else {
-			emit(&ns, "release claim: sidecar tombstone (NOT fsynced)")
+			emit(&ns, "BAD: release claim: sidecar tombstone (NOT fsynced)")
 		}
 	case gCRmdir:
 		if m.cfg.Bugs&BugRefRmdirFirst != 0 {
