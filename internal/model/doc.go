@@ -207,7 +207,7 @@
 // EXACTFS_MODEL_LARGE=1 adds configurations of 0.4 to 2.7 million states
 // each (2 Go cohort + 1 TypeScript, 2 acquisitions each, a crash and a
 // restart anywhere; 3 cohort + TypeScript; two crashes; today's exactfs
-// beside the cohort and TypeScript): 7.3 million states, 40 s to 4 min
+// beside the cohort and TypeScript): 7.3 million states, 25 s to 4 min
 // on two cores depending on load, 1.7 GB of memory at the peak. The tests
 // log the exact counts.
 package model
