@@ -1,0 +1,768 @@
+package model
+
+// Program counters. Each names the next atomic step of a process; the
+// comment says which SPEC rule and which statelock function (or seed
+// function, for TypeScript) it stands for.
+const (
+	// Go (cohort and reference path).
+	gLook     uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
+	gClaim                 // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
+	gClEntomb              // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
+	gClRemove              // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
+	gRefSide               // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
+	gTake                  // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
+	gRCap                  // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
+	gRJudge                // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
+	gRUnlink               // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
+	gRelProve              // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
+	gCRel                  // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
+	gCRmdir                // ref: rmdir the claim directory
+	gPub                   // waiter: publish its exact record bytes in its mailbox slot, state WAITING
+	gSlot                  // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
+	gWait                  // waiter: verify a grant / recover from a dead granter / withdraw
+	gCS                    // critical section (caller's operation)
+	gRel                   // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
+	gCheck                 // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
+	gPwTomb                // BAD variant 3 only: release to a tombstone before the waiter's record
+	gPwrite                // owner: one pwrite of the waiter's bytes, padded (§4.8.2c)
+	gGranted               // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
+	gSticky                // owner keeps F.lock between critical sections (§4.8.3)
+	gFin                   // all acquisitions done
+
+	// TypeScript reference (seed 003).
+	tMkdir   // withLockPathTransition: mkdir the claim (a claim in the way: nothing, sleep, retry)
+	tSCap    // acquireOwnerLock(sidecar): capture; tombstone -> prove + truncate (rewriteHeldOwnerRecord); else EEXIST = T1 fatal
+	tSWrite  // write our record into the sidecar, truncate, fsync
+	tSRecap  // re-capture the sidecar: exactly our bytes, else T4 fatal
+	tAcq     // acquireOwnerLock(F.lock): create (O_EXCL, empty) or prove+truncate a tombstone, else contention
+	tACWrite // createOwnerLock: write our record into the inode just created
+	tAWrite  // rewriteHeldOwnerRecord: write our record over the truncated tombstone
+	tARecap  // re-capture F.lock: same inode, exactly our bytes, else T4 fatal
+	tCRel    // releaseTransitionClaim: sidecar still ours -> prove + truncate, else fatal
+	tCRWrite // write the sidecar tombstone, fsync
+	tCRRmdir // re-capture the sidecar tombstone (else fatal), rmdir the claim
+	tLstat   // reclaimStaleSessionStateLock: lstat F.lock; absent -> retry
+	tRCap    // reclaimStaleOwnerRecord: capture
+	tRJudge  // lockOwnerIsAlive: host id, kill(pid,0), start time
+	tRUnlink // re-capture identical, then exact unlink of that snapshot
+	tCS      // critical section
+	tRel     // releaseOwnerLock under the claim: capture == held, prove, truncate
+	tLWrite  // write the tombstone, fsync
+	tLRecap  // re-capture: same inode, our tombstone or a valid live successor; else fatal
+	tFin     // all acquisitions done
+	tFailed  // the TypeScript operation failed (a fatal case)
+	numPC
+)
+
+var pcNames = [numPC]string{
+	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gRefSide: "ref-sidecar",
+	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink",
+	gRelProve: "release-prove", gCRel: "claim-release", gCRmdir: "claim-rmdir", gPub: "wait-publish",
+	gSlot: "wait-slot", gWait: "waiting", gCS: "CRITICAL", gRel: "release", gCheck: "grant-check",
+	gPwTomb: "grant-tombstone", gPwrite: "grant-pwrite", gGranted: "grant-done", gSticky: "sticky", gFin: "finished",
+	tMkdir: "claim-mkdir", tSCap: "sidecar-capture", tSWrite: "sidecar-write", tSRecap: "sidecar-recapture",
+	tAcq: "acquire", tACWrite: "create-write", tAWrite: "rewrite-write", tARecap: "rewrite-recapture",
+	tCRel: "claim-release", tCRWrite: "claim-tombstone", tCRRmdir: "claim-rmdir", tLstat: "lstat",
+	tRCap: "reclaim-capture", tRJudge: "reclaim-judge", tRUnlink: "reclaim-unlink", tCS: "CRITICAL",
+	tRel: "release", tLWrite: "release-write", tLRecap: "release-recapture", tFin: "finished", tFailed: "FAILED",
+}
+
+// slotNum is the kernel slot number (byte 2^39+N) of one incarnation of
+// one process. SPEC §4.8.1: unique per process for the life of the boot.
+// BAD variant SlotReuse numbers slots by process position instead, so a
+// restarted process takes its dead predecessor's number.
+func (m *Model) slotNum(who, inc uint8) uint8 {
+	if m.cfg.Bugs&BugSlotReuse != 0 {
+		return who + 1
+	}
+	return who*8 + inc + 1
+}
+
+func aliveInc(s *State, who, inc uint8) bool {
+	p := &s.p[who]
+	return !p.dead && p.inc == inc
+}
+
+// slotHeld: does some live process hold the kernel slot lock N on inode
+// ino? (F_OFD_GETLK at byte 2^39+N through a descriptor of that inode.)
+// An older exactfs owner's lock covers the whole holder range, so it
+// answers for every slot byte.
+func (m *Model) slotHeld(s *State, ino, n uint8) bool {
+	for i, k := range m.cfg.Procs {
+		q := &s.p[i]
+		if q.dead || q.slotI != ino {
+			continue
+		}
+		if k == Old || m.slotNum(uint8(i), q.inc) == n {
+			return true
+		}
+	}
+	return false
+}
+
+// anyLock: does some live process hold any lock in the holder range of
+// inode ino? (An older exactfs judge's question, and everyone's for a
+// record without ofd_slot.)
+func (m *Model) anyLock(s *State, ino uint8) bool {
+	for i := range m.cfg.Procs {
+		if q := &s.p[i]; !q.dead && q.slotI == ino {
+			return true
+		}
+	}
+	return false
+}
+
+// midWrite: a live process holds a writable descriptor on F.lock inode
+// ino while its record there is incomplete (the read-lease probe of the
+// abandoned-write rule, SPEC §4.4).
+func (m *Model) midWrite(s *State, ino uint8) bool {
+	for i := range m.cfg.Procs {
+		q := &s.p[i]
+		if !q.dead && q.ino == ino && (q.pc == tACWrite || q.pc == tAWrite) {
+			return true
+		}
+		if !q.dead && q.hIno == ino && q.pc == tLWrite {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Model) sideMidWrite(s *State) bool {
+	for i := range m.cfg.Procs {
+		q := &s.p[i]
+		if !q.dead && (q.pc == tSWrite || q.pc == tCRWrite) {
+			return true
+		}
+	}
+	return false
+}
+
+// goDead is a Go judge's verdict on F.lock inode ino holding c (judge.go):
+// a cohort record by its slot lock, a reference-path or TypeScript record
+// by pid and start time, a torn record by the abandoned-write rule.
+func (m *Model) goDead(s *State, judge Kind, ino uint8, c rec) bool {
+	switch c.k {
+	case kLive:
+		switch w := m.cfg.Procs[c.who]; {
+		case w == Old || (w == Cohort && judge == Old):
+			return !m.anyLock(s, ino)
+		case w == Cohort:
+			return !m.slotHeld(s, ino, m.slotNum(c.who, c.inc))
+		}
+		return !aliveInc(s, c.who, c.inc)
+	case kTorn:
+		return !m.midWrite(s, ino)
+	}
+	return false
+}
+
+// claimStale is inspectClaim's verdict (SPEC §4.3). Timing is abstracted:
+// "younger than 1 s" and "tombstone younger than 1 s" are read as "its
+// taker is still alive" (a live taker finishes its claim bookkeeping in
+// microseconds; the age rules exist only to wait for it).
+func (m *Model) claimStale(s *State) bool {
+	if s.dir == 0 {
+		return false
+	}
+	for i := range m.cfg.Procs {
+		if !s.p[i].dead && s.p[i].sideL {
+			return false // an exactfs taker holds its kernel lock on the sidecar
+		}
+	}
+	makerAlive := s.maker != 0 && aliveInc(s, s.maker-1, s.makerInc)
+	switch s.side.k {
+	case kTomb:
+		return !makerAlive
+	case kLive:
+		return !aliveInc(s, s.side.who, s.side.inc)
+	case kTorn:
+		return !makerAlive && !m.sideMidWrite(s)
+	}
+	return false // no sidecar: never broken automatically
+}
+
+// allocIno returns the lowest inode id no name, descriptor or snapshot
+// refers to (an inode nobody can tell from a fresh one).
+func (m *Model) allocIno(s *State) uint8 {
+	for id := uint8(1); id <= maxIno; id++ {
+		if s.lock == id {
+			continue
+		}
+		used := false
+		for i := range m.cfg.Procs {
+			q := &s.p[i]
+			if q.ino == id || q.hIno == id || q.slotI == id {
+				used = true
+				break
+			}
+		}
+		if !used {
+			s.ino[id] = inode{}
+			return id
+		}
+	}
+	panic("model: out of inode ids; raise maxIno")
+}
+
+func (m *Model) allocDir(s *State) uint8 {
+	for id := uint8(1); ; id++ {
+		if s.dir == id {
+			continue
+		}
+		used := false
+		for i := range m.cfg.Procs {
+			if s.p[i].dSnap == id {
+				used = true
+			}
+		}
+		if !used {
+			return id
+		}
+	}
+}
+
+func (m *Model) myRec(s *State, i int) rec {
+	p := &s.p[i]
+	return rec{k: kLive, who: uint8(i), inc: p.inc}
+}
+
+// write puts c into inode ino (a new version).
+func write(s *State, ino uint8, c rec) {
+	s.ino[ino].c = c
+	s.ino[ino].ver = fresh
+}
+
+// fresh is a version no snapshot holds; canon renumbers it.
+const fresh = 255
+
+func (s *State) writeSide(c rec, fsync bool) {
+	s.side = c
+	s.sideVer = fresh
+	if fsync {
+		s.durSide = c
+	}
+}
+
+// finishCycle ends one lock cycle of process i (its record is released or
+// handed over).
+func (m *Model) finishCycle(s *State, i int) {
+	p := &s.p[i]
+	p.ino, p.ver, p.hIno, p.hVer, p.tgt, p.after, p.next, p.sSnap = 0, 0, 0, 0, 0, 0, 0, 0
+	p.gRec = rec{}
+	if int(p.done) >= m.cfg.Acquisitions {
+		if m.cfg.Procs[i] == TS {
+			p.pc = tFin
+		} else {
+			p.pc = gFin
+		}
+		return
+	}
+	if m.cfg.Procs[i] == TS {
+		p.pc, p.after = tMkdir, tAcq
+	} else {
+		p.pc = gLook
+	}
+}
+
+// stepProc emits every successor of process i's next step.
+func (m *Model) stepProc(s *State, i int, emit func(ns *State, what string)) {
+	if m.cfg.Procs[i] == TS {
+		m.stepTS(s, i, emit)
+		return
+	}
+	m.stepGo(s, i, emit)
+}
+
+func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	kind := m.cfg.Procs[i]
+	me := uint8(i)
+	ns := *s
+	q := &ns.p[i]
+	switch p.pc {
+	case gLook:
+		if s.lock == 0 || s.ino[s.lock].c.k == kTomb {
+			q.after, q.next, q.pc = gTake, gLook, gClaim
+			emit(&ns, "F.lock free or a tombstone: take the claim to acquire")
+			return
+		}
+		c := s.ino[s.lock].c
+		if m.goDead(s, kind, s.lock, c) {
+			q.after, q.next, q.pc = gRCap, gLook, gClaim
+			emit(&ns, "F.lock's owner judged dead: take the claim to reclaim")
+			return
+		}
+		if kind == Cohort && c.k == kLive && m.cfg.Procs[c.who] == Cohort {
+			q.ino, q.pc = s.lock, gPub
+			emit(&ns, "a live Go owner: queue as a waiter")
+			return
+		}
+		// A live TypeScript/reference owner or a record being written:
+		// the attempt evaluates it under the claim (SPEC §4.4), which is
+		// also where a claim a crashed peer stranded gets reclaimed.
+		q.after, q.next, q.pc = gRCap, gLook, gClaim
+		emit(&ns, "not a Go cohort owner: evaluate it under the claim")
+	case gClaim:
+		if s.dir == 0 {
+			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			if kind == Cohort {
+				// mkdir and the sidecar lock: a reclaimer never judges a
+				// claim younger than 1 s, and the lock is taken at once.
+				q.sideL = true
+				if s.side.k != kTomb {
+					if !m.sideDead(s) {
+						return // a live owner in the sidecar: give the claim back (no change)
+					}
+					ns.writeSide(rec{k: kTomb}, true)
+				}
+				q.pc = q.after
+				emit(&ns, "mkdir claim + kernel lock on the sidecar (sidecar stays a tombstone)")
+				return
+			}
+			if kind == Old {
+				q.sideL = true
+				q.pc = gRefSide
+				emit(&ns, "mkdir claim + kernel lock on the sidecar")
+				return
+			}
+			if m.cfg.Bugs&BugRefTakeNoDirSync == 0 {
+				ns.durDir = true
+			}
+			q.pc = gRefSide
+			emit(&ns, "mkdir claim (+ fsync of the directory)")
+			return
+		}
+		if m.claimStale(s) {
+			q.dSnap, q.sSnap, q.pc = s.dir, s.sideVer, gClEntomb
+			emit(&ns, "claim in the way judged crashed: snapshot it")
+		}
+	case gClEntomb:
+		if s.dir != p.dSnap || s.sideVer != p.sSnap {
+			q.dSnap, q.sSnap, q.pc = 0, 0, gClaim
+			emit(&ns, "crashed claim changed since judged: look again")
+			return
+		}
+		if s.side.k != kTomb {
+			ns.writeSide(rec{k: kTomb}, true)
+		}
+		q.pc = gClRemove
+		emit(&ns, "crashed claim: sidecar proved and made a tombstone, fsynced")
+	case gClRemove:
+		q.dSnap, q.sSnap, q.pc = 0, 0, gClaim
+		if s.dir == p.dSnap {
+			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			emit(&ns, "crashed claim: exact tree removal")
+			return
+		}
+		emit(&ns, "crashed claim: removal refused (a new claim)")
+	case gRefSide:
+		if s.side.k != kTomb && !m.sideDead(s) {
+			return
+		}
+		ns.writeSide(m.myRec(s, i), false)
+		q.pc = q.after
+		emit(&ns, "our record into the sidecar (not fsynced)")
+	case gTake:
+		if s.lock == 0 {
+			id := m.allocIno(&ns)
+			write(&ns, id, m.myRec(s, i))
+			ns.lock = id
+			q.hIno, q.hVer = id, ns.ino[id].ver
+			if kind == Cohort || kind == Old {
+				q.slotI = id
+			}
+			q.next, q.pc = gCS, gCRel
+			emit(&ns, "create F.lock whole (slot lock before the link)")
+			return
+		}
+		if s.ino[s.lock].c.k == kTomb {
+			if kind == Cohort || kind == Old {
+				q.slotI = s.lock
+			}
+			write(&ns, s.lock, m.myRec(s, i))
+			q.hIno, q.hVer = s.lock, ns.ino[s.lock].ver
+			q.next, q.pc = gCS, gCRel
+			emit(&ns, "rewrite F.lock's tombstone in place (slot lock first)")
+			return
+		}
+		q.next, q.pc = gLook, gCRel
+		emit(&ns, "F.lock taken meanwhile: contention")
+	case gRCap:
+		if s.lock == 0 {
+			q.next, q.pc = gLook, gCRel
+			emit(&ns, "reclaim: F.lock already gone")
+			return
+		}
+		q.ino, q.ver, q.pc = s.lock, s.ino[s.lock].ver, gRJudge
+		emit(&ns, "reclaim: capture F.lock")
+	case gRJudge:
+		if s.ino[p.ino].ver == p.ver && m.goDead(s, kind, p.ino, s.ino[p.ino].c) {
+			q.pc = gRUnlink
+			emit(&ns, "reclaim: judged dead")
+			return
+		}
+		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
+		emit(&ns, "reclaim: alive or changed, keep it")
+	case gRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
+			ns.lock = 0
+			ns.ino[p.ino] = inode{}
+			q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
+			emit(&ns, "reclaim: exact unlink of the judged snapshot")
+			return
+		}
+		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
+		emit(&ns, "reclaim: exact unlink refused (changed)")
+	case gRelProve:
+		if s.lock != p.hIno || s.ino[p.hIno].ver != p.hVer {
+			q.fail = true
+			q.pc = gFin
+			emit(&ns, "VIOLATION: our record changed while we held it")
+			return
+		}
+		write(&ns, p.hIno, rec{k: kTomb})
+		q.slotI = 0
+		q.hIno, q.hVer, q.next, q.pc = 0, 0, gFin, gCRel
+		emit(&ns, "release: proved ours, tombstone in place, slot lock dropped")
+	case gCRel:
+		if kind == Cohort {
+			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			q.sideL = false
+			m.afterClaim(&ns, i)
+			emit(&ns, "release claim: rmdir, then drop the sidecar lock")
+			return
+		}
+		if m.cfg.Bugs&BugRefRmdirFirst != 0 {
+			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			q.pc = gCRmdir
+			emit(&ns, "BAD: release claim: rmdir first")
+			return
+		}
+		if kind == Old {
+			ns.writeSide(rec{k: kTomb}, false)
+			q.pc = gCRmdir
+			emit(&ns, "release claim: sidecar tombstone (not fsynced, as today's releaseClaim)")
+			return
+		}
+		ns.writeSide(rec{k: kTomb}, m.cfg.Bugs&BugRmdirBeforeDurableTomb == 0)
+		q.pc = gCRmdir
+		if m.cfg.Bugs&BugRmdirBeforeDurableTomb == 0 {
+			emit(&ns, "release claim: sidecar tombstone, fsync")
+		} else {
+			emit(&ns, "BAD: release claim: sidecar tombstone (NOT fsynced)")
+		}
+	case gCRmdir:
+		if m.cfg.Bugs&BugRefRmdirFirst != 0 {
+			ns.writeSide(rec{k: kTomb}, true)
+			m.afterClaim(&ns, i)
+			emit(&ns, "BAD: then the sidecar tombstone")
+			return
+		}
+		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		q.sideL = false
+		m.afterClaim(&ns, i)
+		emit(&ns, "release claim: rmdir (then drop any sidecar lock)")
+	case gPub:
+		q.mail, q.mRec, q.mBy, q.pc = mWaiting, m.myRec(s, i), 0, gSlot
+		emit(&ns, "publish our exact bytes in the mailbox, WAITING")
+	case gSlot:
+		q.slotI, q.pc = p.ino, gWait
+		emit(&ns, "slot lock on the captured inode, queue")
+	case gWait:
+		if s.ino[p.slotI].c == p.mRec && s.lock == p.slotI {
+			q.hIno, q.hVer = p.slotI, s.ino[p.slotI].ver
+			q.mail, q.mBy, q.mByI, q.ino, q.pc = mIdle, 0, 0, 0, gCS
+			q.noSt = false
+			emit(&ns, "granted: our exact bytes through our descriptor, name still names it")
+			return
+		}
+		if p.mail == mGranting && !aliveInc(s, p.mBy-1, p.mByI) && m.cfg.Bugs&BugNoGrantRecovery == 0 {
+			q.mail, q.mBy, q.mByI = mWaiting, 0, 0
+			emit(&ns, "granter died mid-grant (bytes not ours): back to WAITING")
+			return
+		}
+		if p.mail == mWaiting {
+			live := s.lock == p.slotI && s.ino[s.lock].c.k == kLive &&
+				m.cfg.Procs[s.ino[s.lock].c.who] == Cohort && !m.goDead(s, kind, s.lock, s.ino[s.lock].c)
+			if !live {
+				q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
+				emit(&ns, "holder gone or F.lock changed: withdraw (CAS WAITING->idle), drop slot lock")
+			}
+		}
+	case gCS:
+		q.done++
+		if kind != Cohort {
+			q.after, q.next, q.pc = gRelProve, gFin, gClaim
+			emit(&ns, "leave critical section, release (reference way)")
+			return
+		}
+		q.pc = gRel
+		emit(&ns, "leave critical section")
+	case gRel:
+		m.release(s, i, emit)
+	case gCheck:
+		w := int(p.tgt - 1)
+		if m.cfg.Bugs&BugNoSlotCheck != 0 || m.slotHeld(s, p.hIno, m.slotNum(p.gRec.who, p.gRec.inc)) {
+			if m.cfg.Bugs&BugTombstoneHandoff != 0 {
+				q.pc = gPwTomb
+			} else {
+				q.pc = gPwrite
+			}
+			emit(&ns, "waiter's slot lock is held on our inode")
+			return
+		}
+		if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
+			ns.p[w].mail, ns.p[w].mBy, ns.p[w].mByI = mWaiting, 0, 0
+		}
+		q.tgt, q.gRec, q.pc = 0, rec{}, gRel
+		emit(&ns, "waiter's slot lock not held here: cancel the grant")
+	case gPwTomb:
+		write(&ns, p.hIno, rec{k: kTomb})
+		q.pc = gPwrite
+		emit(&ns, "BAD: tombstone first, no claim")
+	case gPwrite:
+		write(&ns, p.hIno, p.gRec)
+		q.pc = gGranted
+		emit(&ns, "pwrite the waiter's bytes over ours, padded")
+	case gGranted:
+		w := int(p.tgt - 1)
+		if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
+			ns.p[w].mail = mGranted
+		}
+		q.slotI = 0
+		m.finishCycle(&ns, i)
+		emit(&ns, "lstat: still our inode; drop our slot lock, GRANTED, wake")
+	case gSticky:
+		if s.lock == p.hIno && s.ino[p.hIno].ver == p.hVer {
+			q.pc, q.noSt = gCS, false
+			emit(&ns, "sticky re-lock: lstat says F.lock is still ours")
+		}
+		ns2 := *s
+		ns2.p[i].noSt, ns2.p[i].pc = true, gRel
+		emit(&ns2, "sticky time over: release")
+	}
+}
+
+// sideDead: the sidecar names no live owner (used only off the steady
+// state, after a power cut or under a bad variant).
+func (m *Model) sideDead(s *State) bool {
+	switch s.side.k {
+	case kLive:
+		return !aliveInc(s, s.side.who, s.side.inc)
+	case kTorn:
+		return !m.sideMidWrite(s)
+	}
+	return true
+}
+
+func (m *Model) afterClaim(s *State, i int) {
+	q := &s.p[i]
+	next := q.next
+	q.after, q.next = 0, 0
+	if next == gFin {
+		m.finishCycle(s, i)
+		return
+	}
+	q.pc = next
+}
+
+// release is the cohort owner's choice at the end of a critical section.
+func (m *Model) release(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	waiting := false
+	for w := range m.cfg.Procs {
+		if w == i || m.cfg.Procs[w] != Cohort || s.p[w].mail != mWaiting {
+			continue
+		}
+		waiting = true
+		ns := *s
+		ns.p[w].mail, ns.p[w].mBy, ns.p[w].mByI = mGranting, uint8(i)+1, p.inc
+		ns.p[i].tgt, ns.p[i].gRec, ns.p[i].pc = uint8(w)+1, s.p[w].mRec, gCheck
+		emit(&ns, "hand-off: CAS a waiter WAITING->GRANTING")
+	}
+	if !waiting && s.dir == 0 && !p.noSt && int(p.done) < m.cfg.Acquisitions {
+		ns := *s
+		ns.p[i].pc = gSticky
+		emit(&ns, "sticky: keep F.lock (no waiter, no claim directory)")
+	}
+	ns := *s
+	ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
+	emit(&ns, "release the reference way (under the claim)")
+}
+
+func (m *Model) fatal(ns *State, i int, emit func(*State, string), what string) {
+	ns.p[i].fail = true
+	ns.p[i].pc = tFailed
+	emit(ns, "TS FATAL: "+what)
+}
+
+func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	me := uint8(i)
+	ns := *s
+	q := &ns.p[i]
+	switch p.pc {
+	case tMkdir:
+		if s.dir == 0 {
+			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			q.pc = tSCap
+			emit(&ns, "mkdir claim")
+		}
+		// a claim in the way: the seed never reclaims a directory; sleep, retry
+	case tSCap:
+		switch s.side.k {
+		case kTomb:
+			ns.writeSide(rec{k: kTorn, who: me}, false)
+			q.pc = tSWrite
+			emit(&ns, "sidecar is a tombstone: proved, truncated")
+		case kAbsent:
+			ns.writeSide(rec{k: kTorn, who: me}, false)
+			q.pc = tSWrite
+			emit(&ns, "sidecar created (empty)")
+		default:
+			m.fatal(&ns, i, emit, "T1: the sidecar under a fresh claim is not a tombstone (EEXIST escapes)")
+		}
+	case tSWrite:
+		ns.writeSide(m.myRec(s, i), true)
+		q.sSnap, q.pc = ns.sideVer, tSRecap
+		emit(&ns, "our record into the sidecar, fsync")
+	case tSRecap:
+		if s.sideVer != p.sSnap {
+			m.fatal(&ns, i, emit, "T4: sidecar changed after our rewrite")
+			return
+		}
+		q.pc = p.after
+		emit(&ns, "sidecar re-captured: ours")
+	case tAcq:
+		if s.lock == 0 {
+			id := m.allocIno(&ns)
+			write(&ns, id, rec{k: kTorn, who: me})
+			ns.lock = id
+			q.ino, q.pc = id, tACWrite
+			emit(&ns, "create F.lock (O_EXCL, empty)")
+			return
+		}
+		if s.ino[s.lock].c.k == kTomb {
+			q.ino = s.lock
+			write(&ns, s.lock, rec{k: kTorn, who: me})
+			q.pc = tAWrite
+			emit(&ns, "F.lock is a tombstone: proved through our descriptor, truncated")
+			return
+		}
+		q.next, q.pc = tLstat, tCRel
+		emit(&ns, "EEXIST and not a tombstone: contention")
+	case tACWrite:
+		write(&ns, p.ino, m.myRec(s, i))
+		q.hIno, q.hVer = p.ino, ns.ino[p.ino].ver
+		q.ino, q.next, q.pc = 0, tCS, tCRel
+		emit(&ns, "write our record into the new F.lock")
+	case tAWrite:
+		write(&ns, p.ino, m.myRec(s, i))
+		q.ver, q.pc = ns.ino[p.ino].ver, tARecap
+		emit(&ns, "write our record, fsync")
+	case tARecap:
+		if s.lock != p.ino || s.ino[p.ino].ver != p.ver {
+			m.fatal(&ns, i, emit, "T4: F.lock changed during our rewrite of its tombstone")
+			return
+		}
+		q.hIno, q.hVer = p.ino, p.ver
+		q.ino, q.ver, q.next, q.pc = 0, 0, tCS, tCRel
+		emit(&ns, "F.lock re-captured: ours")
+	case tCRel:
+		if s.sideVer != p.sSnap {
+			m.fatal(&ns, i, emit, "sidecar changed before our claim release")
+			return
+		}
+		ns.writeSide(rec{k: kTorn, who: me}, false)
+		q.pc = tCRWrite
+		emit(&ns, "release claim: sidecar proved, truncated")
+	case tCRWrite:
+		ns.writeSide(rec{k: kTomb}, true)
+		q.sSnap, q.pc = ns.sideVer, tCRRmdir
+		emit(&ns, "release claim: sidecar tombstone, fsync")
+	case tCRRmdir:
+		if s.sideVer != p.sSnap {
+			m.fatal(&ns, i, emit, "sidecar changed after our tombstone rewrite")
+			return
+		}
+		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		q.sSnap = 0
+		next := p.next
+		q.next = 0
+		switch next {
+		case tFin:
+			m.finishCycle(&ns, i)
+		case tAcq:
+			q.pc, q.after = tMkdir, tAcq
+		default:
+			q.pc = next
+		}
+		emit(&ns, "release claim: re-captured, rmdir")
+	case tLstat:
+		if s.lock == 0 {
+			q.pc, q.after = tMkdir, tAcq
+			emit(&ns, "lstat: F.lock absent, retry")
+			return
+		}
+		q.pc, q.after = tMkdir, tRCap
+		emit(&ns, "lstat: a regular file, reclaim under a claim")
+	case tRCap:
+		if s.lock == 0 {
+			q.next, q.pc = tAcq, tCRel
+			emit(&ns, "reclaim: nothing to capture")
+			return
+		}
+		q.ino, q.ver, q.pc = s.lock, s.ino[s.lock].ver, tRJudge
+		emit(&ns, "reclaim: capture F.lock")
+	case tRJudge:
+		c := s.ino[p.ino].c
+		if s.ino[p.ino].ver == p.ver && c.k == kLive && !aliveInc(s, c.who, c.inc) {
+			q.pc = tRUnlink
+			emit(&ns, "reclaim: owner's pid is dead")
+			return
+		}
+		q.ino, q.ver, q.next, q.pc = 0, 0, tAcq, tCRel
+		emit(&ns, "reclaim: alive, released (pid 1), malformed or changed: keep")
+	case tRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
+			ns.lock = 0
+			ns.ino[p.ino] = inode{}
+			reclaimDone(q)
+			emit(&ns, "reclaim: re-captured identical, exact unlink")
+			return
+		}
+		reclaimDone(q)
+		emit(&ns, "reclaim: re-capture differs, keep")
+	case tCS:
+		q.done++
+		q.after, q.pc = tRel, tMkdir
+		emit(&ns, "leave critical section")
+	case tRel:
+		if s.lock != p.hIno || s.ino[p.hIno].ver != p.hVer {
+			m.fatal(&ns, i, emit, "our record changed before release")
+			return
+		}
+		write(&ns, p.hIno, rec{k: kTorn, who: me})
+		q.pc = tLWrite
+		emit(&ns, "release: record proved, truncated")
+	case tLWrite:
+		write(&ns, p.hIno, rec{k: kTomb})
+		q.hVer, q.pc = ns.ino[p.hIno].ver, tLRecap
+		emit(&ns, "release: tombstone written, fsync")
+	case tLRecap:
+		c := s.ino[p.hIno].c
+		if s.lock != p.hIno || (s.ino[p.hIno].ver != p.hVer && c.k != kLive) {
+			m.fatal(&ns, i, emit, "F.lock changed after our release rewrite")
+			return
+		}
+		q.next, q.pc = tFin, tCRel
+		emit(&ns, "release: re-captured")
+	}
+}
+
+// reclaimDone ends a TypeScript reclaim: forget the snapshot, release the
+// claim, then try to acquire again.
+func reclaimDone(q *proc) {
+	q.ino, q.ver, q.next, q.pc = 0, 0, tAcq, tCRel
+}
