@@ -2,6 +2,7 @@ package combine
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -60,7 +61,7 @@ func (b *batch[S]) run() error {
 	}()
 	cur, err := b.txn.Read()
 	if err != nil {
-		relErr := b.txn.Release()
+		relErr := b.txn.Release(false)
 		b.released()
 		err = errors.Join(err, relErr)
 		for i := 1; i < len(b.members); i++ {
@@ -122,7 +123,7 @@ func (b *batch[S]) finish(from int) {
 	if b.changed {
 		writeErr, relErr = b.txn.Commit(b.cur, b.released)
 	} else {
-		relErr = b.txn.Release()
+		relErr = b.txn.Release(slices.ContainsFunc(b.outcome, func(o outcome) bool { return o.kind == oClean }))
 	}
 	b.released()
 	for i := range b.members {

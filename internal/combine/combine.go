@@ -87,8 +87,12 @@ type Txn[S any] interface {
 	// the outcome of the write is known. writeErr goes to every caller
 	// whose output the write carries; releaseErr to every caller.
 	Commit(s S, released func()) (writeErr, releaseErr error)
-	// Release gives the resource back without writing.
-	Release() error
+	// Release gives the resource back without writing. confirm says that
+	// some caller is to be told that its operation changed nothing (and
+	// nothing before it in the batch did), so the state it read is the
+	// state: a Txn whose reads may see state that is not yet durable makes
+	// it durable before it returns.
+	Release(confirm bool) error
 }
 
 // ErrNotRun marks the error of a caller whose context was done before its

@@ -20,12 +20,20 @@ type res struct {
 	sem                        chan struct{}
 	state                      []int
 	reads, commits, releases   atomic.Int32
+	confirms                   atomic.Int32
 	acquires                   atomic.Int32
 	readErr, writeErr, relErr  error
 	acquireErr                 func(n int32) error // error of the n-th acquisition (1-based), or nil
 	beforeCommit, afterRelease func()              // run inside Commit, after released()
 	panicIn                    string              // "read", "commit" or "release": that call panics
 	holding                    atomic.Bool
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func newRes() *res { return &res{sem: make(chan struct{}, 1)} }
@@ -97,7 +105,8 @@ func (t *txn) Commit(s []int, released func()) (error, error) {
 	return t.r.writeErr, t.r.relErr
 }
 
-func (t *txn) Release() error {
+func (t *txn) Release(confirm bool) error {
+	t.r.confirms.Add(b2i(confirm))
 	if t.done {
 		panic("Txn used twice")
 	}
@@ -293,8 +302,8 @@ func TestNoChangeWritesNothing(t *testing.T) {
 	for _, ch := range chs {
 		get(t, ch)
 	}
-	if r.commits.Load() != 0 || r.releases.Load() != 1 {
-		t.Fatalf("commits %d releases %d, want 0 1", r.commits.Load(), r.releases.Load())
+	if r.commits.Load() != 0 || r.releases.Load() != 1 || r.confirms.Load() != 1 {
+		t.Fatalf("commits %d releases %d confirms %d, want 0 1 1", r.commits.Load(), r.releases.Load(), r.confirms.Load())
 	}
 }
 
