@@ -291,6 +291,15 @@
 // holds. A writer that ignores the lock, or replaces F without fsyncing its
 // bytes, can undo a durable update with or without early release.
 //
+// # Guards
+//
+// The library refuses what the CLI refuses, by default: a state file whose
+// directory is missing (ErrNoDirectory; WithMakeDir(true) makes it,
+// owner-only, the CLI's --mkdir), and an Update whose function returns no
+// bytes (ErrEmptyResult; WithAllowEmpty(true) writes the empty file, the
+// CLI's --allow-empty). A function that finds nothing to change returns
+// ErrNoChange: nothing is written and Update returns nil.
+//
 // # Not guaranteed
 //
 // The claim rules that use time (a claim younger than one second is never

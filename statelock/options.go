@@ -27,7 +27,11 @@ type config struct {
 	// holdThroughSync: Update keeps the lock until the directory fsync is
 	// done (WithEarlyRelease(false)).
 	holdThroughSync bool
-	probe           liveness.Prober // tests only (withProber)
+	// makeDir: a missing directory of the state file is made (WithMakeDir).
+	makeDir bool
+	// allowEmpty: Update may write an empty state file (WithAllowEmpty).
+	allowEmpty bool
+	probe      liveness.Prober // tests only (withProber)
 }
 
 func newConfig(opts []Option) config {
@@ -72,6 +76,22 @@ func WithHostLocal(local bool) Option { return func(c *config) { c.hostLocal = l
 // are durable; the package documentation ("Early release") argues why
 // early release keeps that promise. Lock and With ignore it.
 func WithEarlyRelease(on bool) Option { return func(c *config) { c.holdThroughSync = !on } }
+
+// WithMakeDir says whether Lock, TryLock, With and Update make the state
+// file's directory, and its missing parents, when it does not exist
+// (owner-only, 0700, never through a symlink, as the TypeScript reference
+// does). Off by default: a missing directory is refused with an error that
+// satisfies errors.Is(err, ErrNoDirectory) and names the directory, so a
+// mistyped path cannot give a lock and a state file that no other process
+// looks at. (The CLI's --mkdir.)
+func WithMakeDir(on bool) Option { return func(c *config) { c.makeDir = on } }
+
+// WithAllowEmpty lets Update's function return no bytes (nil or empty) and
+// so replace the state file with an empty one. Off by default: such a
+// result is refused, the file left untouched, with an error that
+// satisfies errors.Is(err, ErrEmptyResult). To leave the file as it is,
+// the function returns ErrNoChange instead. (The CLI's --allow-empty.)
+func WithAllowEmpty(on bool) Option { return func(c *config) { c.allowEmpty = on } }
 
 // withProber makes the liveness judge ask p instead of the system. Tests use
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on
