@@ -53,3 +53,15 @@ func (m *Map[K, S]) Len() int {
 	defer m.mu.Unlock()
 	return len(m.groups)
 }
+
+// Queued reports how many callers of key wait for its next batch (tests
+// and diagnostics).
+func (m *Map[K, S]) Queued(key K) int {
+	m.mu.Lock()
+	e := m.groups[key]
+	m.mu.Unlock()
+	if e == nil {
+		return 0
+	}
+	return e.g.queued()
+}
