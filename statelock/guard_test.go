@@ -47,7 +47,14 @@ func inodeOf(t *testing.T, p string) uint64 {
 // bytes (or stays absent), the error names the file and the option, and
 // the lock is free afterwards. WithAllowEmpty(true) writes the empty file.
 func TestUpdateRefusesEmptyResult(t *testing.T) {
+	for _, group := range []bool{true, false} {
+		t.Run(fmt.Sprint("group=", group), func(t *testing.T) { testUpdateRefusesEmptyResult(t, group) })
+	}
+}
+
+func testUpdateRefusesEmptyResult(t *testing.T, group bool) {
 	dir, opts := guardEnv(t)
+	opts = append(opts, statelock.WithGroupCommit(group))
 	ctx := context.Background()
 	state := filepath.Join(dir, "s.json")
 	absent := filepath.Join(dir, "absent.json")
@@ -89,7 +96,14 @@ func TestUpdateRefusesEmptyResult(t *testing.T) {
 // ErrNoChange, alone or wrapped, writes nothing (same inode, same bytes; an
 // absent file stays absent) and Update returns nil.
 func TestUpdateNoChange(t *testing.T) {
+	for _, group := range []bool{true, false} {
+		t.Run(fmt.Sprint("group=", group), func(t *testing.T) { testUpdateNoChange(t, group) })
+	}
+}
+
+func testUpdateNoChange(t *testing.T, group bool) {
 	dir, opts := guardEnv(t)
+	opts = append(opts, statelock.WithGroupCommit(group))
 	ctx := context.Background()
 	state := filepath.Join(dir, "s.json")
 	if err := os.WriteFile(state, []byte(`{"n":1}`), 0o600); err != nil {
@@ -142,6 +156,9 @@ func TestLockRefusesMissingDirectory(t *testing.T) {
 		},
 		"Update": func(o []statelock.Option) error {
 			return statelock.Update(ctx, state, func([]byte) ([]byte, error) { return []byte("x"), nil }, o...)
+		},
+		"Update without group commit": func(o []statelock.Option) error {
+			return statelock.Update(ctx, state, func([]byte) ([]byte, error) { return []byte("x"), nil }, append(o, statelock.WithGroupCommit(false))...)
 		},
 	}
 	for name, call := range calls {

@@ -31,7 +31,9 @@ type config struct {
 	makeDir bool
 	// allowEmpty: Update may write an empty state file (WithAllowEmpty).
 	allowEmpty bool
-	probe      liveness.Prober // tests only (withProber)
+	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
+	noGroup bool
+	probe   liveness.Prober // tests only (withProber)
 }
 
 func newConfig(opts []Option) config {
@@ -92,6 +94,21 @@ func WithMakeDir(on bool) Option { return func(c *config) { c.makeDir = on } }
 // satisfies errors.Is(err, ErrEmptyResult). To leave the file as it is,
 // the function returns ErrNoChange instead. (The CLI's --allow-empty.)
 func WithAllowEmpty(on bool) Option { return func(c *config) { c.allowEmpty = on } }
+
+// WithGroupCommit says whether concurrent Updates of one state file in this
+// process may share one lock cycle (on, the default) or each take the lock
+// on its own (off). Shared: the first caller takes the lock, reads the
+// file once, and the functions of the callers waiting meanwhile run in
+// arrival order, each on the output of the previous one that succeeded,
+// each in its own caller's goroutine; one durable write carries them all,
+// and each caller returns once that write is durable. See the package
+// documentation ("Group commit") for what each caller is told. Peers see
+// one ordinary lock cycle. Callers share a cycle only when their state
+// file has the same absolute path and their options are the same (the
+// wait budget and WithAllowEmpty aside); an Update that makes one attempt
+// (WithWait of zero or less) never waits behind others of this process.
+// Lock, TryLock and With ignore it.
+func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on } }
 
 // withProber makes the liveness judge ask p instead of the system. Tests use
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on

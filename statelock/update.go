@@ -51,9 +51,19 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 // owner is provably dead). Concurrent Updates, from any number of processes
 // and from TypeScript peers running the reference lock, lose no update. If
 // the read, fn or the write fails and the release fails too, both errors
-// are returned (errors.Join). If fn panics, the lock is released with the
-// state file untouched, and the panic continues.
+// are returned (errors.Join). If fn panics, the panic goes on in its own
+// goroutine once the lock is released; nothing of fn's is written.
+//
+// Concurrent Updates of one state file in this process share one lock
+// cycle, one read and one durable write (group commit, on by default;
+// WithGroupCommit(false) turns it off): each fn is given the output of the
+// previous caller's fn that succeeded, and each caller is told its own
+// outcome (the package documentation, "Group commit").
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
+	c := newConfig(opts)
+	if g, ok := joinGroup(ctx, stateFile, &c); ok {
+		return g.update(ctx, fn, opts)
+	}
 	h, err := Lock(ctx, stateFile, opts...)
 	if err != nil {
 		return err
