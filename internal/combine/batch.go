@@ -11,7 +11,7 @@ type outcomeKind int
 const (
 	oPending outcomeKind = iota // not run yet
 	oSkipped                    // its context was done before it ran; it answered itself
-	oAborted                    // it panicked or called runtime.Goexit; its caller is gone
+	oAborted                    // it panicked or called runtime.Goexit; its caller waits for the batch's end, then unwinds
 	oFailed                     // it returned an error
 	oClean                      // it changed nothing, and nothing before it in the batch did
 	oCarried                    // the write carries its output, or a state it read
@@ -135,6 +135,9 @@ func (b *batch[S]) finish(from int) {
 			o.err = errors.Join(writeErr, relErr)
 		case oClean:
 			o.err = relErr
+		case oAborted:
+			// Its goroutine waits for the batch's end before its panic
+			// goes on (member.run); the leader's does not wait.
 		default:
 			continue
 		}
@@ -159,7 +162,7 @@ func (b *batch[S]) abandon() {
 			if !m.state.CompareAndSwap(stInBatch, stRunning) {
 				continue // it was cancelled and answered itself
 			}
-		case oSkipped, oAborted:
+		case oSkipped:
 			continue
 		}
 		m.ch <- msg[S]{kind: msgResult, err: ErrAbandoned}

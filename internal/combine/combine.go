@@ -26,10 +26,11 @@
 // runtime.Goexit in an operation unwinds its own caller, with its own
 // stack, and nobody else's; the batch goes on without that operation's
 // output (its state is as if the operation had failed), and the resource
-// is released as usual. When it is the leader's own operation that
-// panics, the leader finishes the batch for the others (in a deferred
-// call, before its panic goes on), so the panic reaches its caller only
-// after the resource was released and every other caller answered.
+// is released as usual. The panic goes on only once the batch is done
+// (written or not, the resource given back): a caller that recovers it
+// never finds the resource still held by its own batch. When it is the
+// leader's own operation that panics, the leader finishes the batch for
+// the others (in a deferred call, before its panic goes on).
 //
 // # What each caller is told
 //
@@ -196,12 +197,14 @@ func (g *Group[S]) Do(ctx context.Context, acquire Acquire[S], op Op[S]) error {
 
 // run calls the operation in its caller's goroutine and answers the leader.
 // If the operation panics or calls runtime.Goexit, the deferred answer tells
-// the leader so, and the panic goes on up this caller's own stack.
+// the leader so, waits until the batch is done (the resource given back),
+// and the panic goes on up this caller's own stack.
 func (m *member[S]) run(cur S, reply chan<- answer[S]) {
 	ok := false
 	defer func() {
 		if !ok {
 			reply <- answer[S]{aborted: true}
+			<-m.ch // the batch's end (msgResult), whatever it says
 		}
 	}()
 	next, changed, err := m.op(cur)

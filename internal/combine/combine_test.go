@@ -328,25 +328,40 @@ func TestReadErrorFailsBatch(t *testing.T) {
 }
 
 // A panic in a member's operation reaches its own caller, in its own
-// goroutine, with its value; the batch goes on without its output.
+// goroutine, with its value, once the batch is done (caller 2's operation
+// runs after it and watches for it); the batch goes on without its output.
 func TestMemberPanicGoesToItsCaller(t *testing.T) {
 	var g Group[[]int]
 	r := newRes()
 	free := r.hold()
 	var saw2 []int
+	arrived := make(chan result, 1)
+	var early atomic.Bool
 	chs := queue(t, &g, r, nil, []Op[[]int]{
 		appendOp(0, nil),
 		func([]int) ([]int, bool, error) { panic("boom 1") },
-		appendOp(2, &saw2),
+		func(cur []int) ([]int, bool, error) {
+			select {
+			case <-arrived:
+				early.Store(true)
+			case <-time.After(200 * time.Millisecond):
+			}
+			saw2 = slices.Clone(cur)
+			return append(slices.Clone(cur), 2), true, nil
+		},
 	})
+	go func() { arrived <- get(t, chs[1]) }()
 	free()
-	if res := get(t, chs[1]); res.panicked != "boom 1" {
-		t.Fatalf("caller 1: %+v, want its panic", res)
-	}
 	for _, i := range []int{0, 2} {
 		if res := get(t, chs[i]); res.err != nil || res.panicked != nil {
 			t.Fatalf("caller %d: %+v", i, res)
 		}
+	}
+	if early.Load() {
+		t.Fatal("caller 1's panic reached it while its batch was still running")
+	}
+	if res := <-arrived; res.panicked != "boom 1" {
+		t.Fatalf("caller 1: %+v, want its panic", res)
 	}
 	if !slices.Equal(r.state, []int{0, 2}) || !slices.Equal(saw2, []int{0}) || r.commits.Load() != 1 {
 		t.Fatalf("state %v, caller 2 saw %v, commits %d", r.state, saw2, r.commits.Load())
