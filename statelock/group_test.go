@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/holdlog"
 )
 
 // Group commit (SPEC §4.6) through Update. The mechanism's own exhaustive
@@ -378,12 +380,26 @@ func groupWorker() error {
 		opts = append(opts, WithGroupCommit(false))
 	}
 	goroutines, n := envInt("STATELOCK_GROUP_GOROUTINES", 4), envInt("STATELOCK_GROUP_N", 10)
+	// Every function's run is a hold interval: under the lock, so no two
+	// may overlap, in this process or across processes.
+	log, err := holdlog.Open(os.Getenv("STATELOCK_LOG"))
+	if err != nil {
+		return err
+	}
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
 		go func() {
 			for i := range n {
 				id := fmt.Sprintf("%s-%d-%d", os.Getenv("STATELOCK_PREFIX"), g, i)
-				err := Update(context.Background(), state, func(old []byte) ([]byte, error) {
+				err := Update(context.Background(), state, func(old []byte) (_ []byte, err error) {
+					if err := log.Enter(); err != nil {
+						return nil, err
+					}
+					defer func() {
+						if xerr := log.Exit(); err == nil {
+							err = xerr
+						}
+					}()
 					var s groupLog
 					if len(old) > 0 {
 						if err := json.Unmarshal(old, &s); err != nil {
@@ -409,17 +425,23 @@ func groupWorker() error {
 	return nil
 }
 
-// N goroutines in each of M real processes, with group commit, lose no
-// update.
+// N goroutines in each of M real processes, with group commit (and one
+// process without it), lose no update, and no two update functions ever
+// run at once (hold intervals by CLOCK_MONOTONIC, one log per process).
 func TestGroupCommitProcessesLoseNoUpdate(t *testing.T) {
 	e := newEnv(t)
 	const procs, goroutines, per = 3, 4, 15
 	var cmds []*exec.Cmd
+	var logs []string
 	for p := range procs {
+		logs = append(logs, filepath.Join(t.TempDir(), "hold.log"))
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), groupWorkerEnv+"=1", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
 			"STATELOCK_PREFIX=p"+strconv.Itoa(p), "STATELOCK_GROUP_GOROUTINES="+strconv.Itoa(goroutines),
-			"STATELOCK_GROUP_N="+strconv.Itoa(per))
+			"STATELOCK_GROUP_N="+strconv.Itoa(per), "STATELOCK_LOG="+logs[p])
+		if p == 0 {
+			cmd.Env = append(cmd.Env, "STATELOCK_GROUP_OFF=1")
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -432,4 +454,12 @@ func TestGroupCommitProcessesLoseNoUpdate(t *testing.T) {
 		}
 	}
 	checkGroupLog(t, parseGroupLog(t, mustRead(t, e.state)).IDs, procs*goroutines*per)
+	r, err := holdlog.Check(false, logs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Intervals) != procs*goroutines*per || r.Processes != procs {
+		t.Fatalf("hold logs: %v, want %d intervals from %d processes", r, procs*goroutines*per, procs)
+	}
+	t.Log(r)
 }
