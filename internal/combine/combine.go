@@ -51,6 +51,9 @@
 //     an unusable resource): that error, to the leader alone. Leadership
 //     passes to the first caller still queued, which acquires with its own
 //     context, so a caller is never failed by another's context or budget.
+//   - Every caller of a batch whose Read failed: that error; no operation
+//     runs. Every caller still waiting when the batch's Read, Commit or
+//     Release panicked: ErrAbandoned.
 //
 // Not guaranteed: fairness between processes or resources (that is the
 // resource's own business), or any order between callers that queue at
