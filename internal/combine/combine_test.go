@@ -701,11 +701,18 @@ func TestStressMap(t *testing.T) {
 	wg.Wait()
 	for k, r := range rs {
 		seen := map[int]bool{}
+		last := map[int]int{} // worker -> its last id in the state
 		for _, id := range r.state {
 			if seen[id] {
 				t.Fatalf("resource %d: id %d applied twice", k, id)
 			}
 			seen[id] = true
+			// One worker's calls are sequential: its updates must appear in
+			// the order it made them.
+			if prev, ok := last[id/per]; ok && prev > id {
+				t.Fatalf("resource %d: worker %d's update %d applied after its later %d", k, id/per, id%per, prev%per)
+			}
+			last[id/per] = id
 		}
 		// A cancelled caller that had already run is told the outcome (nil
 		// here), so its id is in the state and counted: they match exactly.
