@@ -291,6 +291,52 @@
 // holds. A writer that ignores the lock, or replaces F without fsyncing its
 // bytes, can undo a durable update with or without early release.
 //
+// # Group commit
+//
+// Concurrent Updates of one state file in one process share one lock
+// cycle (SPEC §4.6): the first caller takes the lock while the others
+// queue; once it holds the lock, every queued caller joins its batch; the
+// file is read once, the functions run in arrival order, each in its own
+// caller's goroutine and given the output of the previous one that
+// succeeded, and one durable write carries the last output. Peers see one
+// ordinary lock cycle. What each caller is told:
+//   - its function's error (or ErrEmptyResult), to it alone; the next
+//     function is given what the one before it was given;
+//   - its function's panic (or runtime.Goexit), in its own goroutine, with
+//     its own stack, after the lock is released; the others go on, and if
+//     the panicking caller was the one holding the lock, it first finishes
+//     the batch for them (the write, the release, their answers);
+//   - nil once the write that carries its output is durable, or that
+//     write's error, ErrOutcomeUnknown included, to every caller whose
+//     output it carries (and to a caller that returned ErrNoChange after
+//     an earlier change in the batch: it looked at bytes that write makes
+//     durable);
+//   - a caller whose context ends, or whose wait budget runs out, before
+//     its function was given the state returns the lock wait's timeout
+//     error (ErrLocked, acquire_timeout, wrapping the context's error);
+//     its function never runs. Once its function ran, it waits for, and
+//     is told, the outcome.
+//
+// The caller that takes the lock does so with its own context and budget,
+// as a lone Update would; when that fails, it alone is told, and the next
+// queued caller takes the lock with its own. Callers share a cycle only
+// when their state file has the same absolute, cleaned path and their
+// options are equal (the wait budget and WithAllowEmpty aside); two
+// spellings that clean to different paths (a bind mount) never share a
+// cycle and exclude each other through the lock as two processes do. An
+// Update that makes one attempt (WithWait of zero or less) never queues.
+// WithGroupCommit(false) gives every Update a lock cycle of its own. The
+// mechanism is internal/combine.
+//
+// # Guards
+//
+// The library refuses what the CLI refuses, by default: a state file whose
+// directory is missing (ErrNoDirectory; WithMakeDir(true) makes it,
+// owner-only, the CLI's --mkdir), and an Update whose function returns no
+// bytes (ErrEmptyResult; WithAllowEmpty(true) writes the empty file, the
+// CLI's --allow-empty). A function that finds nothing to change returns
+// ErrNoChange: nothing is written and Update returns nil.
+//
 // # Not guaranteed
 //
 // The claim rules that use time (a claim younger than one second is never

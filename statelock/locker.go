@@ -84,8 +84,9 @@ func newLocker(stateFile string, opts []Option) (*locker, error) {
 	return openLocker(stateFile, opts, true)
 }
 
-// openLocker is newLocker; create says whether a missing directory is
-// made (Lock does, as the reference does; Inspect and Recover only look).
+// openLocker is newLocker; create says whether a missing directory may be
+// made (Lock does when WithMakeDir says so, as the reference always does;
+// Inspect and Recover only look).
 func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	c := newConfig(opts)
 	lockPath := stateFile + lockSuffix
@@ -116,6 +117,9 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	// call than looking first).
 	d, err := exactfs.OpenDir(dirPath)
 	if create && errors.Is(err, os.ErrNotExist) {
+		if !c.makeDir {
+			return fail(noDirectory(dirPath, stateFile, err))
+		}
 		hook.Fire(hook.LockDirMissing, dirPath)
 		if err := exactfs.MkdirAll(dirPath, 0o700); err != nil {
 			return fail(err)

@@ -10,16 +10,17 @@ import (
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
-// Lock makes a missing directory of the state file, owner-only, as the
-// reference does, and never through a symlink: a missing directory beneath
+// Lock with WithMakeDir(true) makes a missing directory of the state file,
+// owner-only, as the reference does, and never through a symlink: a missing directory beneath
 // a symlinked component is refused before anything is made, at the link's
 // target or anywhere else, also when the symlink is planted after the
 // lock call found the directory missing (os.MkdirAll made it at the
 // link's target then).
 func TestLockMakesMissingDirectoryWithoutFollowingSymlinks(t *testing.T) {
 	e := newEnv(t)
+	opts := append(e.opts(), WithMakeDir(true)) // the directory is made only when asked (guard_test.go)
 	state := filepath.Join(e.dir, "new", "deeper", "state.json")
-	h, err := Lock(context.Background(), state, e.opts()...)
+	h, err := Lock(context.Background(), state, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestLockMakesMissingDirectoryWithoutFollowingSymlinks(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(e.dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Lock(context.Background(), filepath.Join(e.dir, "link", "sub", "state.json"), e.opts()...)
+	_, err = Lock(context.Background(), filepath.Join(e.dir, "link", "sub", "state.json"), opts...)
 	if err == nil {
 		t.Fatal("Lock through a symlinked directory succeeded")
 	}
@@ -58,7 +59,7 @@ func TestLockMakesMissingDirectoryWithoutFollowingSymlinks(t *testing.T) {
 		}
 	})
 	defer restore()
-	_, err = Lock(context.Background(), filepath.Join(e.dir, "late", "sub", "state.json"), e.opts()...)
+	_, err = Lock(context.Background(), filepath.Join(e.dir, "late", "sub", "state.json"), opts...)
 	if err == nil {
 		t.Fatal("Lock through a symlink planted in the race succeeded")
 	}

@@ -27,7 +27,13 @@ type config struct {
 	// holdThroughSync: Update keeps the lock until the directory fsync is
 	// done (WithEarlyRelease(false)).
 	holdThroughSync bool
-	probe           liveness.Prober // tests only (withProber)
+	// makeDir: a missing directory of the state file is made (WithMakeDir).
+	makeDir bool
+	// allowEmpty: Update may write an empty state file (WithAllowEmpty).
+	allowEmpty bool
+	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
+	noGroup bool
+	probe   liveness.Prober // tests only (withProber)
 }
 
 func newConfig(opts []Option) config {
@@ -72,6 +78,37 @@ func WithHostLocal(local bool) Option { return func(c *config) { c.hostLocal = l
 // are durable; the package documentation ("Early release") argues why
 // early release keeps that promise. Lock and With ignore it.
 func WithEarlyRelease(on bool) Option { return func(c *config) { c.holdThroughSync = !on } }
+
+// WithMakeDir says whether Lock, TryLock, With and Update make the state
+// file's directory, and its missing parents, when it does not exist
+// (owner-only, 0700, never through a symlink, as the TypeScript reference
+// does). Off by default: a missing directory is refused with an error that
+// satisfies errors.Is(err, ErrNoDirectory) and names the directory, so a
+// mistyped path cannot give a lock and a state file that no other process
+// looks at. (The CLI's --mkdir.)
+func WithMakeDir(on bool) Option { return func(c *config) { c.makeDir = on } }
+
+// WithAllowEmpty lets Update's function return no bytes (nil or empty) and
+// so replace the state file with an empty one. Off by default: such a
+// result is refused, the file left untouched, with an error that
+// satisfies errors.Is(err, ErrEmptyResult). To leave the file as it is,
+// the function returns ErrNoChange instead. (The CLI's --allow-empty.)
+func WithAllowEmpty(on bool) Option { return func(c *config) { c.allowEmpty = on } }
+
+// WithGroupCommit says whether concurrent Updates of one state file in this
+// process may share one lock cycle (on, the default) or each take the lock
+// on its own (off). Shared: the first caller takes the lock, reads the
+// file once, and the functions of the callers waiting meanwhile run in
+// arrival order, each on the output of the previous one that succeeded,
+// each in its own caller's goroutine; one durable write carries them all,
+// and each caller returns once that write is durable. See the package
+// documentation ("Group commit") for what each caller is told. Peers see
+// one ordinary lock cycle. Callers share a cycle only when their state
+// file has the same absolute path and their options are the same (the
+// wait budget and WithAllowEmpty aside); an Update that makes one attempt
+// (WithWait of zero or less) never waits behind others of this process.
+// Lock, TryLock and With ignore it.
+func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on } }
 
 // withProber makes the liveness judge ask p instead of the system. Tests use
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on

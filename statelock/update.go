@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +26,15 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 // Update is the read-modify-write helper: lock stateFile; read it (nil when
 // absent); call fn; if fn fails, leave the file untouched; otherwise replace
 // it atomically and durably (exactfs WriteFile: a staged file, fsync,
-// rename, fsync of the directory); release. The new file keeps the
+// rename, fsync of the directory); release.
+//
+// fn returning ErrNoChange (or an error wrapping it) leaves the file as it
+// is and Update returns nil. fn returning no bytes (nil or empty) is
+// refused, the file left untouched, with an error satisfying
+// errors.Is(err, ErrEmptyResult), unless WithAllowEmpty(true) was given:
+// an empty result is nearly always a bug that would wipe the state. A
+// missing directory of stateFile is refused (ErrNoDirectory) unless
+// WithMakeDir(true) was given. The new file keeps the
 // permission bits of the one it replaces (a replace must not silently
 // change who may read the state); a state file Update creates is 0600.
 //
@@ -42,29 +51,50 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 // owner is provably dead). Concurrent Updates, from any number of processes
 // and from TypeScript peers running the reference lock, lose no update. If
 // the read, fn or the write fails and the release fails too, both errors
-// are returned (errors.Join). If fn panics, the lock is released with the
-// state file untouched, and the panic continues.
+// are returned (errors.Join). If fn panics, the panic goes on in its own
+// goroutine once the lock is released; nothing of fn's is written.
+//
+// Concurrent Updates of one state file in this process share one lock
+// cycle, one read and one durable write (group commit, on by default;
+// WithGroupCommit(false) turns it off): each fn is given the output of the
+// previous caller's fn that succeeded, and each caller is told its own
+// outcome (the package documentation, "Group commit").
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
+	c := newConfig(opts)
+	if g, ok := joinGroup(ctx, stateFile, &c); ok {
+		return g.update(ctx, fn, opts)
+	}
 	h, err := Lock(ctx, stateFile, opts...)
 	if err != nil {
 		return err
 	}
+	opErr, relErr := h.writeAndRelease(func(wopts ...exactfs.WriteOption) error { return h.update(fn, wopts...) }, nil)
+	return errors.Join(opErr, relErr)
+}
+
+// writeAndRelease runs op, which may replace the state file through
+// d.WriteFile with the options it is given, and releases the lock: at the
+// rename (early release, the default; released is then called, if not nil,
+// as soon as the lock is free) or after op. It returns op's error (marked
+// ErrOutcomeUnknown when it came after an early release) and the release's.
+// If op panics or calls runtime.Goexit, the lock is released and the panic
+// goes on.
+func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, released func()) (opErr, relErr error) {
 	var (
 		wopts      []exactfs.WriteOption
-		released   bool
+		early      bool
 		releasedAt time.Time
-		relErr     error
 		returned   bool
 	)
 	defer func() {
 		if !returned {
-			// fn panicked (or called runtime.Goexit). Nothing was written:
+			// op panicked (or called runtime.Goexit). Nothing was written:
 			// give the lock back, or it stays held for the life of the
 			// process (net/http recovers a handler's panic), and every
 			// later Update, here and in every other process, times out
 			// on a holder that is truly alive. The panic goes on
 			// unchanged: nothing here recovers it.
-			if released {
+			if early {
 				h.l.close()
 			} else {
 				h.Unlock()
@@ -76,13 +106,16 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
 			relErr = h.unlock(true, lastDirSync.Load() > int64(handoffDelay))
-			released, releasedAt = true, time.Now()
+			early, releasedAt = true, time.Now()
+			if released != nil {
+				released()
+			}
 		}))
 	}
-	opErr := h.update(fn, wopts...)
+	opErr = op(wopts...)
 	returned = true
-	if !released {
-		return errors.Join(opErr, h.Unlock())
+	if !early {
+		return opErr, h.Unlock()
 	}
 	lastDirSync.Store(int64(time.Since(releasedAt)))
 	h.l.close()
@@ -90,9 +123,9 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 		opErr = fmt.Errorf("%w: %s: the new bytes were renamed into place and the lock released, "+
 			"then the directory could not be fsynced: they may not survive a power cut, and later holders "+
 			"may already have read them; read the state file again to see what it holds: %w",
-			ErrOutcomeUnknown, stateFile, opErr)
+			ErrOutcomeUnknown, h.stateFile(), opErr)
 	}
-	return errors.Join(opErr, relErr)
+	return opErr, relErr
 }
 
 // lastDirSync is how long the last early-released Update of this process
@@ -112,14 +145,26 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 		return err
 	}
 	next, err := fn(old)
+	if errors.Is(err, ErrNoChange) {
+		// Nothing to write, but the caller is told that what fn read is
+		// the state: make sure it is durable (a holder that released
+		// before its directory fsync may have renamed it in).
+		return d.Sync()
+	}
 	if err != nil {
 		return err
+	}
+	if len(next) == 0 && !h.l.cfg.allowEmpty {
+		return emptyResult(h.stateFile())
 	}
 	// perm is the old file's mode (or 0600 for a new one), kept exactly:
 	// a umask must not change who may read state that exists.
 	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm())...)
 	return err
 }
+
+// stateFile is the path of the state file, as the caller spelled it.
+func (h *Held) stateFile() string { return strings.TrimSuffix(h.l.lockPath, lockSuffix) }
 
 // readState reads the state file through a no-follow descriptor whose type
 // is proved regular (a symlink or FIFO planted at F is refused, never read

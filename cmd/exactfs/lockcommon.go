@@ -73,6 +73,12 @@ func (f *lockFlags) options() []statelock.Option {
 	case f.timeout.forever:
 		wait = statelock.WaitForever
 	}
+	if f.mkdir {
+		opts = append(opts, statelock.WithMakeDir(true))
+	}
+	if f.allowEmpty {
+		opts = append(opts, statelock.WithAllowEmpty(true))
+	}
 	return append(opts, statelock.WithWait(wait))
 }
 
