@@ -209,5 +209,5 @@ func (h *Held) resolve(ctx context.Context) (int64, error) {
 		return gone, nil
 	}
 	return 0, &LostError{Key: h.myKey, Token: h.rev, Op: "commit",
-		Why: fmt.Sprintf("our lock key was deleted at revision %d without our write (its session lease expired: was this process paused or cut off from the cluster for longer than the TTL?)", gone)}
+		Why: fmt.Sprintf("our lock key was deleted at revision %d without our write (its session lease expired, or was revoked by recover --release-holder: was this process paused or cut off from the cluster for longer than the TTL?)", gone)}
 }

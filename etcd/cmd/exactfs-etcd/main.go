@@ -55,9 +55,11 @@ const exitHelp = `Exit status:
        while getting the lock, within --timeout), TLS, authentication or
        permission errors; nothing was written
   75   lock busy or timed out (--conflict-exit-code N overrides); also: the lock
-       was lost (its lease expired) before the commit, and nothing was written
+       was lost (its lease expired) before the commit, and nothing was written;
+       recover --release-holder: the holder looks alive, nothing was done
   76   the key was written by something that does not take the lock; nothing
-       was written
+       was written; recover --release-holder: the holder is not the TOKEN
+       named, nothing was done
 `
 
 type env struct {
@@ -184,6 +186,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &uo):
 		return exitUnknown
+	case errors.As(err, new(*etcd.HolderAliveError)):
+		return exitBusy
+	case errors.As(err, new(*etcd.HolderChangedError)):
+		return exitMismatch
 	case errors.As(err, new(emptyOutput)):
 		return exitDataErr
 	case errors.Is(err, locker.ErrLocked), errors.Is(err, locker.ErrLost):
@@ -201,13 +207,17 @@ func hintFor(e *env, err error) string {
 	case errors.Is(err, locker.ErrLocked):
 		return fmt.Sprintf("the lock is held; retry later, use --timeout to wait longer, or run '%s status URL' to see who holds it", e.prog)
 	case errors.Is(err, locker.ErrLost):
-		return "nothing was written: this process lost the lock (its lease expired: it was paused or cut off from the cluster longer than --ttl); run it again"
+		return "nothing was written: this process lost the lock (its lease expired: it was paused or cut off from the cluster longer than --ttl; or recover --release-holder released it); run it again"
 	case errors.Is(err, etcd.ErrStateChanged):
 		return "something wrote the key without taking the lock; find it, then run the update again"
 	case errors.As(err, &uo):
 		return fmt.Sprintf("read the key (%s status URL shows its revision) before running the update again", e.prog)
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits something itself, make it print the result instead; pass --allow-empty if an empty value is what you want"
+	case errors.As(err, new(*etcd.HolderAliveError)):
+		return fmt.Sprintf("check the holder first ('%s status URL'); if it is stuck, add --even-if-alive", e.prog)
+	case errors.As(err, new(*etcd.HolderChangedError)):
+		return fmt.Sprintf("run '%s status URL' and name the holder you mean by its token", e.prog)
 	case errors.As(err, &ua):
 		return fmt.Sprintf("check the endpoints and that the cluster is up (a majority of its members must be reachable); --op-timeout waits longer; $%s supplies endpoints for etcd:///KEY", etcd.EnvEndpoints)
 	}

@@ -27,10 +27,29 @@ func TestExitCodes(t *testing.T) {
 		{fmt.Errorf("x: %w", etcd.ErrStateChanged), exitMismatch},
 		{&etcd.UnavailableError{Step: "s", Endpoints: "e", Err: errors.New("down")}, exitIO},
 		{&etcd.UnknownOutcomeError{Key: "k", Err: &etcd.LostError{}}, exitUnknown},
+		{&etcd.HolderAliveError{R: &etcd.Release{Lock: "k"}}, exitBusy},
+		{&etcd.HolderChangedError{Lock: "k", Want: 7}, exitMismatch},
 		{errors.New("other"), exitIO},
 	} {
 		if got := exitCode(tc.err); got != tc.code {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
+		}
+	}
+}
+
+// TestHelpListsExitStatuses: every command's help, and the overview, list
+// the exit statuses, 71 (an unknown commit outcome) included.
+func TestHelpListsExitStatuses(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "update"}, {"help", "lock"}, {"help", "recover"}, {"status", "-h"}} {
+		var out, errb bytes.Buffer
+		e := &env{prog: "exactfs-etcd", stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		if code := run(e, args); code != exitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		for _, want := range []string{"\n  71   update: the commit got no answer", "\n  75 ", "\n  76 "} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: the help does not list %q", args, strings.TrimSpace(want))
+			}
 		}
 	}
 }
@@ -62,6 +81,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lock", "--timeout", "soon", "etcd://h/k", "--", "true"}, "want a duration"},
 		{[]string{"status", "a", "b"}, "exactly one URL"},
 		{[]string{"update", "./state.json", "--", "cat"}, "not an etcd URL"},
+		{[]string{"recover", "--release-holder", "-3", "etcd://h/k"}, "wants the holder's token"},
+		{[]string{"recover", "--release-holder", "soon", "etcd://h/k"}, "invalid value"},
+		{[]string{"recover", "--even-if-alive", "etcd://h/k"}, "goes with --release-holder"},
 	} {
 		var out, errb bytes.Buffer
 		e := &env{prog: "exactfs-etcd", stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs/etcd"
@@ -18,7 +19,9 @@ type statusFlags struct {
 
 type recoverFlags struct {
 	clusterFlags
-	dryRun bool
+	dryRun        bool
+	releaseHolder int64 // the token of the holder to release by force; 0: none
+	evenIfAlive   bool
 }
 
 func init() {
@@ -55,8 +58,8 @@ cluster did not answer, 64 for a malformed URL.`,
 	})
 	register(&command{
 		name:    "recover",
-		summary: "end, with proof, the leases of dead holders on this host and keys no lease keeps",
-		usage:   "recover [--dry-run] URL",
+		summary: "end, with proof, dead holders' leases and keys no lease keeps; --release-holder: a stuck holder",
+		usage:   "recover [--dry-run] [--release-holder TOKEN [--even-if-alive]] URL",
 		help: `Clear what would otherwise block the lock of the key named by URL until a lease
 runs out, or forever, printing each action and its evidence:
 
@@ -71,12 +74,36 @@ runs out, or forever, printing each action and its evidence:
 A live holder, a holder on another host, and keys whose lease is alive are
 left alone: they end with their lease. With --dry-run nothing is changed.
 
+--release-holder TOKEN ends a holder that is stuck (its process stopped or
+wedged, its command hung) and will not end by itself, and does only that: the
+holder whose fencing token (status shows it) is TOKEN, and no other, so a
+holder that released meanwhile and its successor are never touched. Its
+session lease is revoked, which deletes its key; a transaction first confirms
+that the key is still the one judged (create revision, mod revision, lease).
+The message says what was revoked: the holder key, the lease, the holder's
+metadata, and how long it was in the queue. A waiting successor gets the
+lock after its --lock-delay; the released holder, if it runs on, finds its
+lock lost: update writes nothing (exit 75) and lock sends its CMD SIGTERM
+(exit 75) - but only once it hears from the cluster again, so a resource that
+must never see two holders should check EXACTFS_LOCK_TOKEN. A holder that
+looks alive (its lease is kept, and it is not proved dead on this host) is
+released only with --even-if-alive: a stopped or wedged process looks alive
+too, and only you can tell. Should its lease also keep other keys (other
+locks of the same library client), only its key is deleted, and the
+successor does not wait its lock-delay.
+
 Exit status: 0 when every action succeeded or there was nothing to do, 74
-when an action failed or the cluster did not answer.`,
+when an action failed or the cluster did not answer. With --release-holder:
+0 released (or, with --dry-run, would be); 75 refused because the holder
+looks alive (--even-if-alive releases it); 76 the holder is not TOKEN (the
+lock is free, someone else holds it, or it was released meanwhile): nothing
+was done; 74 the cluster did not answer.`,
 		flags: func(fs *flag.FlagSet) any {
 			f := &recoverFlags{}
 			f.clusterFlags.register(fs)
 			fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change nothing")
+			fs.Int64Var(&f.releaseHolder, "release-holder", 0, "revoke the lease of the holder whose token is `TOKEN` (see status), and\ndo nothing else")
+			fs.BoolVar(&f.evenIfAlive, "even-if-alive", false, "with --release-holder: release the holder even though it looks alive")
 			return f
 		},
 		run: runRecover,
@@ -203,11 +230,20 @@ func writeStatus(w io.Writer, st *statusJSON, q *etcd.Queue) {
 
 func runRecover(e *env, opts any, args []string) error {
 	f := opts.(*recoverFlags)
+	switch {
+	case f.releaseHolder < 0:
+		return usagef("--release-holder wants the holder's token (a positive revision, as status shows it), got %d", f.releaseHolder)
+	case f.evenIfAlive && f.releaseHolder == 0:
+		return usagef("--even-if-alive goes with --release-holder TOKEN")
+	}
 	c, l, t, err := connectOne(e, &f.clusterFlags, args)
 	if err != nil {
 		return err
 	}
 	defer closeClient(c)
+	if f.releaseHolder != 0 {
+		return releaseHolder(e, f, l, t)
+	}
 	acts, err := l.Recover(context.Background(), f.dryRun)
 	if err != nil {
 		return err
@@ -233,6 +269,54 @@ func runRecover(e *env, opts any, args []string) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d recovery actions failed", failed, len(acts))
+	}
+	return nil
+}
+
+// releaseHolder is recover --release-holder: it ends the holder named by
+// its token, and says what it revoked.
+func releaseHolder(e *env, f *recoverFlags, l *etcd.Lock, t *etcd.Target) error {
+	r, err := l.ReleaseHolder(context.Background(), f.releaseHolder, f.evenIfAlive, f.dryRun)
+	if err != nil {
+		return err
+	}
+	h := r.Holder
+	did := "released"
+	if r.DryRun {
+		did = "would release"
+	}
+	switch {
+	case r.Revoked:
+		fmt.Fprintf(e.stdout, "%s: %s the holder: revoked its lease %x (its key went with it, at revision %d)\n", t.URL, did, int64(h.Lease), r.Rev)
+	case r.Deleted:
+		fmt.Fprintf(e.stdout, "%s: %s the holder: deleted its key (revision %d); its lease %x was kept\n", t.URL, did, r.Rev, int64(h.Lease))
+	case len(r.Others) == 0 && h.Lease != 0 && h.TTL > 0:
+		fmt.Fprintf(e.stdout, "%s: %s the holder: revoke its lease %x (its key goes with it)\n", t.URL, did, int64(h.Lease))
+	default:
+		fmt.Fprintf(e.stdout, "%s: %s the holder: delete its key\n", t.URL, did)
+	}
+	fmt.Fprintf(e.stdout, "  holder key: %s (token %d, mod revision %d)\n", h.Key, h.Token, h.ModRev)
+	if h.Meta != nil {
+		fmt.Fprintf(e.stdout, "  holder: %s; host id %s; verdict %s (%s)\n", h.Meta.Describe(), h.Meta.HostID, h.Verdict.Verdict, h.Verdict.Reason)
+		if !h.Meta.Since.IsZero() {
+			fmt.Fprintf(e.stdout, "  held: in the queue since %s, so it held the lock for at most %s\n", h.Meta.Since.Local().Format(time.RFC3339), r.Judged.Sub(h.Meta.Since).Round(time.Millisecond))
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "  holder: a key that is not holder metadata (%s)\n", h.Bad)
+	}
+	fmt.Fprintf(e.stdout, "  its lease: %s", ttlText(h.TTL))
+	if h.Granted > 0 {
+		fmt.Fprintf(e.stdout, " of %s", h.Granted)
+	}
+	if r.Alive {
+		fmt.Fprintf(e.stdout, "; it looked alive (--even-if-alive)")
+	}
+	fmt.Fprintln(e.stdout)
+	if len(r.Others) > 0 {
+		fmt.Fprintf(e.stdout, "  its lease also keeps %s (other locks of the same client): left alone, so the lease was not revoked, and the next holder waits no lock-delay\n", strings.Join(r.Others, ", "))
+	}
+	if !r.DryRun {
+		fmt.Fprintf(e.stdout, "  should the holder run on, it finds its lock lost once it hears from the cluster: update writes nothing, lock sends its CMD SIGTERM\n")
 	}
 	return nil
 }
