@@ -38,6 +38,7 @@ const exitCodeHelp = `Exit status:
   65   update: CMD exited 0 but printed nothing; STATEFILE was left untouched
        (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
+  71   etcd:// or etcds:// update: the commit got no answer and MAY have applied
   74   other failure (I/O error, permission denied, nothing at the path);
        status: the lock record is unreadable
   75   lock busy or timed out (--conflict-exit-code N overrides, as flock -E does);
