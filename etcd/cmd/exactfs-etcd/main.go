@@ -24,6 +24,7 @@ import (
 
 	"github.com/exactfs/exactfs/etcd"
 	"github.com/exactfs/exactfs/locker"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -218,6 +219,8 @@ func hintFor(e *env, err error) string {
 		return fmt.Sprintf("check the holder first ('%s status URL'); if it is stuck, add --even-if-alive", e.prog)
 	case errors.As(err, new(*etcd.HolderChangedError)):
 		return fmt.Sprintf("run '%s status URL' and name the holder you mean by its token", e.prog)
+	case rpctypes.ErrorDesc(err) == rpctypes.ErrRequestTooLarge.Error() || strings.Contains(err.Error(), rpctypes.ErrRequestTooLarge.Error()):
+		return "etcd refuses a request over its --max-request-bytes (1.5 MiB by default): keep the value smaller, or raise that limit on every member"
 	case errors.As(err, &ua):
 		return fmt.Sprintf("check the endpoints and that the cluster is up (a majority of its members must be reachable); --op-timeout waits longer; $%s supplies endpoints for etcd:///KEY", etcd.EnvEndpoints)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/exactfs/exactfs/etcd"
 	"github.com/exactfs/exactfs/locker"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -93,5 +94,28 @@ func TestUsageErrors(t *testing.T) {
 		if !strings.Contains(errb.String(), tc.has) {
 			t.Errorf("%v: stderr %q does not say %q", tc.args, errb.String(), tc.has)
 		}
+	}
+}
+
+// TestStatusOfUnleasedHolder: a holder key bound to no lease is described
+// as such (it printed "lease , no lease").
+func TestStatusOfUnleasedHolder(t *testing.T) {
+	q := &etcd.Queue{Key: "/k", Prefix: "/k.lock/", Entries: []etcd.Entry{{Key: "/k.lock/x", Token: 5, Bad: "not holder metadata"}}}
+	st := &statusJSON{URL: "etcd://h/k", Prefix: q.Prefix, Lock: "held"}
+	j := entryOf(q.Entries[0])
+	st.Holder = &j
+	var out bytes.Buffer
+	writeStatus(&out, st, q)
+	if s := out.String(); strings.Contains(s, "lease ,") || !strings.Contains(s, "token 5, bound to no lease") {
+		t.Errorf("status of a lease-less holder:\n%s", s)
+	}
+}
+
+// TestHintForTooLargeValue: etcd's request size limit gets a hint.
+func TestHintForTooLargeValue(t *testing.T) {
+	e := &env{prog: "exactfs-etcd"}
+	err := fmt.Errorf("committing /k: %w", rpctypes.ErrRequestTooLarge)
+	if h := hintFor(e, err); !strings.Contains(h, "--max-request-bytes") {
+		t.Errorf("hint for %v: %q", err, h)
 	}
 }

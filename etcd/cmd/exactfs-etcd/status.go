@@ -215,7 +215,11 @@ func writeStatus(w io.Writer, st *statusJSON, q *etcd.Queue) {
 	}
 	h := q.Entries[0]
 	fmt.Fprintf(w, "%s: held by %s\n", st.URL, describe(h))
-	fmt.Fprintf(w, "  token %d, lease %s, %s\n", h.Token, st.Holder.Lease, ttlText(h.TTL))
+	if st.Holder.Lease == "" {
+		fmt.Fprintf(w, "  token %d, bound to no lease: nothing removes it but recover\n", h.Token)
+	} else {
+		fmt.Fprintf(w, "  token %d, lease %s, %s\n", h.Token, st.Holder.Lease, ttlText(h.TTL))
+	}
 	if h.Meta != nil {
 		fmt.Fprintf(w, "  holder verdict: %s (%s)\n", h.Verdict.Verdict, h.Verdict.Reason)
 	}
