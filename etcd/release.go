@@ -41,7 +41,7 @@ type HolderChangedError struct {
 func (e *HolderChangedError) Error() string {
 	switch {
 	case e.During:
-		return fmt.Sprintf("%s: the holder with token %d released the lock (or its key changed) while it was being released; nothing was done", e.Lock, e.Want)
+		return fmt.Sprintf("%s: the holder with token %d left the lock while it was being released (it released it, its lease ended, or its key changed); nothing was done", e.Lock, e.Want)
 	case e.Now == nil:
 		return fmt.Sprintf("%s: the lock is free: the holder with token %d is gone already; nothing was done", e.Lock, e.Want)
 	}
@@ -161,6 +161,9 @@ func (l *Lock) ReleaseHolder(ctx context.Context, token int64, evenIfAlive, dryR
 		// gone when the first one applied.
 		if !ok && !(gone && attempts > 1) {
 			return nil, &HolderChangedError{Lock: l.prefix, Want: token, During: true}
+		}
+		if !ok {
+			r.Rev = 0 // deleted by the attempt whose answer was lost
 		}
 		r.Deleted = true
 		return r, nil

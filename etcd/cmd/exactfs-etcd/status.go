@@ -291,9 +291,9 @@ func releaseHolder(e *env, f *recoverFlags, l *etcd.Lock, t *etcd.Target) error 
 	}
 	switch {
 	case r.Revoked:
-		fmt.Fprintf(e.stdout, "%s: %s the holder: revoked its lease %x (its key went with it, at revision %d)\n", t.URL, did, int64(h.Lease), r.Rev)
+		fmt.Fprintf(e.stdout, "%s: %s the holder: revoked its lease %x (its key went with it%s)\n", t.URL, did, int64(h.Lease), atRev(r.Rev))
 	case r.Deleted:
-		fmt.Fprintf(e.stdout, "%s: %s the holder: deleted its key (revision %d); its lease %x was kept\n", t.URL, did, r.Rev, int64(h.Lease))
+		fmt.Fprintf(e.stdout, "%s: %s the holder: deleted its key%s; its lease %x was kept\n", t.URL, did, atRev(r.Rev), int64(h.Lease))
 	case len(r.Others) == 0 && h.Lease != 0 && h.TTL > 0:
 		fmt.Fprintf(e.stdout, "%s: %s the holder: revoke its lease %x (its key goes with it)\n", t.URL, did, int64(h.Lease))
 	default:
@@ -323,4 +323,13 @@ func releaseHolder(e *env, f *recoverFlags, l *etcd.Lock, t *etcd.Target) error 
 		fmt.Fprintf(e.stdout, "  should the holder run on, it finds its lock lost once it hears from the cluster: update writes nothing, lock sends its CMD SIGTERM\n")
 	}
 	return nil
+}
+
+// atRev is ", at revision N", or nothing when the revision is not known
+// (the answer that carried it was lost, and a resend found the work done).
+func atRev(rev int64) string {
+	if rev == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", at revision %d", rev)
 }
