@@ -260,7 +260,11 @@ func TestCLIReleaseHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		r := runCLI(t, nil, "", "recover", "--release-holder", strconv.FormatInt(token, 10), url)
+		r := runCLI(t, nil, "", "recover", url)
+		if r.want(t, 0); !strings.Contains(r.stdout, "nothing to recover") || !strings.Contains(r.stdout, "--release-holder "+strconv.FormatInt(token, 10)) {
+			t.Errorf("recover with a stopped holder:\n%s\nwant nothing done, and the way to release it named", r.stdout)
+		}
+		r = runCLI(t, nil, "", "recover", "--release-holder", strconv.FormatInt(token, 10), url)
 		r.want(t, 75, "looks alive", "--even-if-alive")
 		r = runCLI(t, nil, "", "recover", "--release-holder", strconv.FormatInt(token-1, 10), url)
 		r.want(t, 76, "not token", "nothing was done")

@@ -254,6 +254,12 @@ func runRecover(e *env, opts any, args []string) error {
 	}
 	if len(acts) == 0 {
 		fmt.Fprintf(e.stdout, "%s: nothing to recover\n", t.URL)
+		// Name the holder that was left alone, and how to end it if it is
+		// stuck: the one thing recover will not do without being told.
+		if q, err := l.InspectQueue(context.Background()); err == nil && len(q.Entries) > 0 {
+			h := q.Entries[0]
+			fmt.Fprintf(e.stdout, "  the holder, token %d (%s), is left alone: it is not proved dead; if it is stuck, '%s recover --release-holder %d URL' ends it\n", h.Token, describe(h), e.prog, h.Token)
+		}
 		return nil
 	}
 	failed := 0
