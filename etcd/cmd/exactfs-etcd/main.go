@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -310,8 +311,10 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of the host id in holder metadata")
 }
 
-// connect parses the URL and makes the lock client.
-func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
+// connect parses the URL and makes the lock client. reach bounds the
+// connection's authentication (with an etcd user, clientv3 authenticates
+// as it connects; without one it does not wait at connect).
+func connect(e *env, f *clusterFlags, rawURL string, reach time.Duration, opts ...etcd.Option) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
 	if !etcd.IsURL(rawURL) {
 		return nil, nil, nil, usagef("%q is not an etcd URL (want etcd://HOST:PORT/KEY)", rawURL)
 	}
@@ -330,13 +333,16 @@ func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   t.Endpoints,
-		DialTimeout: min(f.opTimeout.d, 5*time.Second), // bounds only the authentication at connect
+		DialTimeout: reach,
 		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
 		Username:    user,
 		Password:    password,
 	})
 	if err != nil {
+		if user != "" && errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, nil, &etcd.UnavailableError{Step: fmt.Sprintf("authenticating as etcd user %q within %s", user, reach), Endpoints: strings.Join(t.Endpoints, ","), Err: err}
+		}
 		if user != "" {
 			return nil, nil, nil, fmt.Errorf("connecting to %s as etcd user %q (password from $%s or $%s): %w", strings.Join(t.Endpoints, ","), user, etcd.EnvPassword, etcd.EnvPasswordFile, err)
 		}

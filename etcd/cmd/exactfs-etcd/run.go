@@ -345,7 +345,13 @@ func prepare(e *env, f *lockFlags, args []string) (*etcd.Client, *etcd.Lock, *et
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c, l, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
+	// Authenticating is a step (--op-timeout) of reaching the cluster,
+	// which --timeout bounds too.
+	reach := f.opTimeout.d
+	if w := f.wait(); w > 0 && w+250*time.Millisecond < reach {
+		reach = w + 250*time.Millisecond
+	}
+	c, l, t, err := connect(e, &f.clusterFlags, u, reach, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
 	return c, l, t, argv, err
 }
 

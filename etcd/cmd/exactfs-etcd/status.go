@@ -157,7 +157,7 @@ func connectOne(e *env, f *clusterFlags, args []string) (*etcd.Client, *etcd.Loc
 	if len(args) != 1 {
 		return nil, nil, nil, usagef("want exactly one URL, got %d arguments", len(args))
 	}
-	return connect(e, f, args[0])
+	return connect(e, f, args[0], f.opTimeout.d)
 }
 
 func runStatus(e *env, opts any, args []string) error {
