@@ -31,9 +31,12 @@ func init() {
 		usage:   "status [--json] URL",
 		help: `Describe the lock of the key named by URL without changing anything: free or
 held; the holder's pid, host and since when; the time left on its session
-lease (the most it can still hold the lock without keepalives); its fencing
-token (the lock key's create revision); the liveness verdict where the holder
-is on this host; and the waiters in queue order.
+lease (how long it can still hold the lock without keepalives, unless the
+cluster elects a new leader meanwhile: etcd then gives every lease its full
+TTL again); its fencing token (the lock key's create revision); the liveness
+verdict where the holder is on this host; and the waiters in queue order. A
+holder that is stuck and not provably dead is ended by recover
+--release-holder TOKEN.
 
 JSON output (--json), one object; fields are added, never renamed or removed:
   {"url": "...", "key": "/app/state.json", "prefix": "/app/state.json.lock/",
