@@ -43,6 +43,18 @@
 // confirmed renewal, before the server can expire the lease; WithLockDelay
 // makes a waiter whose predecessor lost its lease wait before returning.
 //
+// # Recovery and forced release
+//
+// Recover ends, with proof, what would block a lock until a lease runs out
+// or forever: the lease of a holder this host proves dead, a key bound to
+// no lease. ReleaseHolder ends a stuck holder that is not provably dead (a
+// stopped or wedged process, one on another host), named by its fencing
+// token: it revokes the holder's lease after a transaction confirms that
+// the holder key is still the one judged, so a holder that released
+// meanwhile, and its successor, are never touched; a holder that looks
+// alive is released only when the caller says so. The successor then waits
+// its lock-delay, as after any lost holder.
+//
 // # Unlike concurrency.Mutex
 //
 // Unlock deletes only our own key (a compare on its create revision), so a

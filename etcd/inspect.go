@@ -16,8 +16,10 @@ import (
 type Entry struct {
 	Key     string
 	Token   int64 // create revision
+	ModRev  int64 // mod revision: with Token and Lease, which key this was
 	Lease   clientv3.LeaseID
 	TTL     time.Duration // lease time left; -1 when the lease is gone, 0 without a lease
+	Granted time.Duration // the lease's TTL as granted, 0 when TTL is not positive
 	Meta    *Meta         // nil when the value is not holder metadata
 	Bad     string        // why Meta is nil
 	Verdict liveness.Judgement
@@ -53,7 +55,7 @@ func (l *Lock) InspectQueue(ctx context.Context) (*Queue, error) {
 	}
 	judge := liveness.Judge{Host: l.c.host}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		e := Entry{Key: string(kv.Key), Token: kv.CreateRevision, Lease: clientv3.LeaseID(kv.Lease)}
+		e := Entry{Key: string(kv.Key), Token: kv.CreateRevision, ModRev: kv.ModRevision, Lease: clientv3.LeaseID(kv.Lease)}
 		if m, err := parseMeta(kv.Value); err == nil {
 			e.Meta = m
 			e.Verdict = judge.Judge(m.owner())
@@ -61,11 +63,11 @@ func (l *Lock) InspectQueue(ctx context.Context) (*Queue, error) {
 			e.Bad = err.Error()
 		}
 		if e.Lease != clientv3.NoLease {
-			var ttl int64
+			var ttl, granted int64
 			err := l.c.retry(ctx, "reading the lease of "+e.Key, func(ctx context.Context) error {
 				r, err := cli.TimeToLive(ctx, e.Lease)
 				if err == nil {
-					ttl = r.TTL
+					ttl, granted = r.TTL, r.GrantedTTL
 				}
 				return err
 			})
@@ -75,6 +77,8 @@ func (l *Lock) InspectQueue(ctx context.Context) (*Queue, error) {
 			e.TTL = time.Duration(ttl) * time.Second
 			if ttl < 0 {
 				e.TTL = -1
+			} else {
+				e.Granted = time.Duration(granted) * time.Second
 			}
 		}
 		q.Entries = append(q.Entries, e)

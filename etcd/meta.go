@@ -45,6 +45,9 @@ func (m *Meta) encode() []byte {
 
 // parseMeta reads a lock key's value.
 func parseMeta(b []byte) (*Meta, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("lock key value is empty, as etcdctl lock and concurrency.Mutex write theirs: a holder that is not exactfs, with no pid to judge")
+	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("lock key value is not holder metadata: %w", err)

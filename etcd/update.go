@@ -51,12 +51,19 @@ func (l *Lock) Update(ctx context.Context, fn func(old []byte) ([]byte, error)) 
 // fn's error is returned. If the lock was lost before the commit, nothing
 // is written and the error matches locker.ErrLost; fn is not called again.
 func (l *Lock) UpdateCommit(ctx context.Context, fn func(old []byte) ([]byte, error)) (Commit, error) {
+	return l.UpdateHeld(ctx, func(_ *Held, old []byte) ([]byte, error) { return fn(old) })
+}
+
+// UpdateHeld is UpdateCommit whose fn also gets the acquisition it runs
+// under, for a fn that acts elsewhere too and passes on the fencing token
+// (h.Token, h.Key). fn must not call h.Unlock: the commit releases the lock.
+func (l *Lock) UpdateHeld(ctx context.Context, fn func(h *Held, old []byte) ([]byte, error)) (Commit, error) {
 	h, err := l.acquire(ctx, l.c.cfg.wait)
 	if err != nil {
 		return Commit{}, err
 	}
 	c := Commit{Token: h.rev, Acquired: h.acquired, Read: h.stateRev}
-	out, ferr := fn(h.state)
+	out, ferr := fn(h, h.state)
 	if ferr != nil {
 		if uerr := h.Unlock(); uerr != nil {
 			return c, errors.Join(ferr, uerr)
@@ -202,5 +209,5 @@ func (h *Held) resolve(ctx context.Context) (int64, error) {
 		return gone, nil
 	}
 	return 0, &LostError{Key: h.myKey, Token: h.rev, Op: "commit",
-		Why: fmt.Sprintf("our lock key was deleted at revision %d without our write (its session lease expired: was this process paused or cut off from the cluster for longer than the TTL?)", gone)}
+		Why: fmt.Sprintf("our lock key was deleted at revision %d without our write (its session lease expired, or was revoked by recover --release-holder: was this process paused or cut off from the cluster for longer than the TTL?)", gone)}
 }

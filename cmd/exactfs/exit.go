@@ -39,6 +39,7 @@ const exitCodeHelp = `Exit status:
   65   update: CMD exited 0 but printed nothing; write: stdin was empty; the
        file was left untouched (--allow-empty accepts an empty result)
   69   an etcd:// or etcds:// STATEFILE, whose command exactfs-etcd is not installed
+  71   etcd:// or etcds:// update: the commit got no answer and MAY have applied
   74   other failure (I/O error, permission denied, nothing at the path, a
        missing --config-root); status: the lock record is unreadable or
        this user may not open it (status --exit-status has codes of its own)

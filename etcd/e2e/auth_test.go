@@ -1,9 +1,12 @@
+//go:build unix
+
 package e2e
 
 import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -16,23 +19,7 @@ import (
 func TestCLIUserPassword(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	root := c.client(t)
-	for _, step := range []func() error{
-		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := root.RoleAdd(ctx, "app"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "app", "/rbac/", clientv3.GetPrefixRangeEnd("/rbac/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserAdd(ctx, "alice", "s3cret-pw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "alice", "app"); return err },
-		func() error { _, err := root.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatalf("setting up RBAC: %v", err)
-		}
-	}
+	root := enableRBAC(t, c)
 	hosts := strings.Join(hostPorts(c.endpoints()), ",")
 	pw := []string{"EXACTFS_ETCD_PASSWORD=s3cret-pw"}
 	for i := 0; i < 2; i++ {
@@ -72,4 +59,47 @@ func TestCLIUserPassword(t *testing.T) {
 	if err != nil || len(gr.Kvs) != 1 || strings.TrimSpace(string(gr.Kvs[0].Value)) != "3" {
 		t.Fatalf("counter: %v %v; want 3", gr, err)
 	}
+}
+
+// enableRBAC makes users root (root-pw) and alice (s3cret-pw, read-write
+// on /rbac/), enables authentication, and returns the client that did it.
+func enableRBAC(t *testing.T, c *cluster) *clientv3.Client {
+	t.Helper()
+	ctx := context.Background()
+	root := c.client(t)
+	for _, step := range []func() error{
+		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.RoleAdd(ctx, "app"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "app", "/rbac/", clientv3.GetPrefixRangeEnd("/rbac/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "alice", "s3cret-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "alice", "app"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("setting up RBAC: %v", err)
+		}
+	}
+	return root
+}
+
+// TestCLIUserPasswordSlowLink: authenticating, which clientv3 does as it
+// connects, follows --op-timeout like every other request. Behind a proxy
+// that delays every chunk 1.5 s each way it takes over 5 s: with the fixed
+// 5 s bound it had, every command with a user failed at connect ("context
+// deadline exceeded", exit 74) whatever --op-timeout said.
+func TestCLIUserPasswordSlowLink(t *testing.T) {
+	c := startCluster(t)
+	enableRBAC(t, c)
+	p := startProxy(t, strings.TrimPrefix(c.members[0].clientURL, "http://"), 1500*time.Millisecond)
+	pw := []string{"EXACTFS_ETCD_PASSWORD=s3cret-pw"}
+	r := runCLI(t, pw, "", "status", "--op-timeout", "40s", "etcd://alice@"+p.addr+"/rbac/slow")
+	r.want(t, 0)
+	t.Logf("status as an etcd user over a 3 s round trip: %s\n%s", r.took.Round(time.Millisecond), r.stdout)
+	// A budget too short says which step ran out, and diagnoses the link.
+	r = runCLI(t, pw, "", "status", "--op-timeout", "2s", "etcd://alice@"+p.addr+"/rbac/slow")
+	r.want(t, 74, `authenticating as etcd user "alice" within 2s`, "no answer from etcd at")
 }

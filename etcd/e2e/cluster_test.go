@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package e2e tests the exactfs etcd lock against a real three-member etcd
 // cluster on 127.0.0.1 whose members are child processes (this test binary,
 // re-executed), so that a member can be SIGKILLed and restarted, and
@@ -170,7 +172,7 @@ func (c *cluster) start(m *member) {
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleMemb,
 		argsEnv+"="+strings.Join([]string{m.name, m.dir, m.clientURL, m.peerURL, m.initialCfg, m.certFile, m.keyFile, m.timing}, "\n"))
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -315,7 +317,7 @@ func startChild(t testing.TB, role string, args ...string) *child {
 	cmd.Stdin = r
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{b: &stderr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 import (
@@ -109,7 +111,7 @@ func TestLockStepsDownBeforeItsLeaseCanExpire(t *testing.T) {
 			args = append(args, url, "--", os.Args[0], "-test.run=^$")
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), roleEnv+"="+roleHold, argsEnv+"="+log+"\n"+secs)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			cmd.SysProcAttr = childAttr()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/exactfs/exactfs/etcd"
 	"github.com/exactfs/exactfs/locker"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -55,9 +57,11 @@ const exitHelp = `Exit status:
        while getting the lock, within --timeout), TLS, authentication or
        permission errors; nothing was written
   75   lock busy or timed out (--conflict-exit-code N overrides); also: the lock
-       was lost (its lease expired) before the commit, and nothing was written
+       was lost (its lease expired) before the commit, and nothing was written;
+       recover --release-holder: the holder looks alive, nothing was done
   76   the key was written by something that does not take the lock; nothing
-       was written
+       was written; recover --release-holder: the holder is not the TOKEN
+       named, nothing was done
 `
 
 type env struct {
@@ -184,6 +188,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &uo):
 		return exitUnknown
+	case errors.As(err, new(*etcd.HolderAliveError)):
+		return exitBusy
+	case errors.As(err, new(*etcd.HolderChangedError)):
+		return exitMismatch
 	case errors.As(err, new(emptyOutput)):
 		return exitDataErr
 	case errors.Is(err, locker.ErrLocked), errors.Is(err, locker.ErrLost):
@@ -201,13 +209,19 @@ func hintFor(e *env, err error) string {
 	case errors.Is(err, locker.ErrLocked):
 		return fmt.Sprintf("the lock is held; retry later, use --timeout to wait longer, or run '%s status URL' to see who holds it", e.prog)
 	case errors.Is(err, locker.ErrLost):
-		return "nothing was written: this process lost the lock (its lease expired: it was paused or cut off from the cluster longer than --ttl); run it again"
+		return "nothing was written: this process lost the lock (its lease expired: it was paused or cut off from the cluster longer than --ttl; or recover --release-holder released it); run it again"
 	case errors.Is(err, etcd.ErrStateChanged):
 		return "something wrote the key without taking the lock; find it, then run the update again"
 	case errors.As(err, &uo):
 		return fmt.Sprintf("read the key (%s status URL shows its revision) before running the update again", e.prog)
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits something itself, make it print the result instead; pass --allow-empty if an empty value is what you want"
+	case errors.As(err, new(*etcd.HolderAliveError)):
+		return fmt.Sprintf("check the holder first ('%s status URL'); if it is stuck, add --even-if-alive", e.prog)
+	case errors.As(err, new(*etcd.HolderChangedError)):
+		return fmt.Sprintf("run '%s status URL' and name the holder you mean by its token", e.prog)
+	case rpctypes.ErrorDesc(err) == rpctypes.ErrRequestTooLarge.Error() || strings.Contains(err.Error(), rpctypes.ErrRequestTooLarge.Error()):
+		return "etcd refuses a request over its --max-request-bytes (1.5 MiB by default): keep the value smaller, or raise that limit on every member"
 	case errors.As(err, &ua):
 		return fmt.Sprintf("check the endpoints and that the cluster is up (a majority of its members must be reachable); --op-timeout waits longer; $%s supplies endpoints for etcd:///KEY", etcd.EnvEndpoints)
 	}
@@ -297,8 +311,10 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.configRoot, "config-root", "", "`DIR` holding machine-identity.secret, the source of the host id in holder metadata")
 }
 
-// connect parses the URL and makes the lock client.
-func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
+// connect parses the URL and makes the lock client. reach bounds the
+// connection's authentication (with an etcd user, clientv3 authenticates
+// as it connects; without one it does not wait at connect).
+func connect(e *env, f *clusterFlags, rawURL string, reach time.Duration, opts ...etcd.Option) (*etcd.Client, *etcd.Lock, *etcd.Target, error) {
 	if !etcd.IsURL(rawURL) {
 		return nil, nil, nil, usagef("%q is not an etcd URL (want etcd://HOST:PORT/KEY)", rawURL)
 	}
@@ -317,13 +333,16 @@ func connect(e *env, f *clusterFlags, rawURL string, opts ...etcd.Option) (*etcd
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   t.Endpoints,
-		DialTimeout: min(f.opTimeout.d, 5*time.Second), // bounds only the authentication at connect
+		DialTimeout: reach,
 		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
 		Username:    user,
 		Password:    password,
 	})
 	if err != nil {
+		if user != "" && errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, nil, &etcd.UnavailableError{Step: fmt.Sprintf("authenticating as etcd user %q within %s", user, reach), Endpoints: strings.Join(t.Endpoints, ","), Err: err}
+		}
 		if user != "" {
 			return nil, nil, nil, fmt.Errorf("connecting to %s as etcd user %q (password from $%s or $%s): %w", strings.Join(t.Endpoints, ","), user, etcd.EnvPassword, etcd.EnvPasswordFile, err)
 		}

@@ -174,8 +174,9 @@ cannot close it for a CMD that ignores SIGTERM or acts long after: a
 resource that must never see two holders should check EXACTFS_LOCK_TOKEN
 (it grows with each acquisition) and refuse smaller ones.
 
-CMD runs with EXACTFS_LOCK_URL, EXACTFS_LOCK_KEY (our lock key) and
-EXACTFS_LOCK_TOKEN (the fencing token: the lock key's create revision, which
+CMD runs with EXACTFS_LOCK_URL, EXACTFS_LOCK_KEY (our lock key, where the file
+backend sets EXACTFS_LOCK_PATH to its owner record) and EXACTFS_LOCK_TOKEN (as
+with files, but here the fencing token: the lock key's create revision, which
 grows with each acquisition) in its environment. SIGINT, SIGTERM and SIGHUP
 are forwarded to CMD.
 
@@ -203,6 +204,11 @@ value.
 A holder that lost its lock while CMD ran (it was paused or cut off longer
 than --ttl, and someone else may have taken the lock) writes nothing: the
 command exits 75 and says so. CMD is never run again behind your back.
+
+CMD runs with EXACTFS_LOCK_URL, EXACTFS_LOCK_KEY and EXACTFS_LOCK_TOKEN (the
+fencing token, as for lock) in its environment: a CMD that also acts
+elsewhere can pass the token on, and a resource that checks it refuses a
+holder older than the last one it saw.
 
 Examples:
   exactfs update etcd://10.0.0.1:2379,10.0.0.2:2379/app/state.json -- jq -c '.n += 1'
@@ -320,6 +326,11 @@ func cmdStatus(cmd *exec.Cmd) int {
 	return ps.ExitCode()
 }
 
+// lockEnv is what CMD learns about the lock it runs under, in lock and
+// update alike. EXACTFS_LOCK_TOKEN is the file backend's variable (there
+// the owner record's random token; here the fencing token, which grows);
+// EXACTFS_LOCK_KEY is the counterpart of its EXACTFS_LOCK_PATH, which is
+// not set, since a key is no path a command could open.
 func lockEnv(t *etcd.Target, h *etcd.Held) []string {
 	return []string{"EXACTFS_LOCK_URL=" + t.URL, "EXACTFS_LOCK_KEY=" + h.Key(), "EXACTFS_LOCK_TOKEN=" + h.Token()}
 }
@@ -334,7 +345,13 @@ func prepare(e *env, f *lockFlags, args []string) (*etcd.Client, *etcd.Lock, *et
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c, l, t, err := connect(e, &f.clusterFlags, u, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
+	// Authenticating is a step (--op-timeout) of reaching the cluster,
+	// which --timeout bounds too.
+	reach := f.opTimeout.d
+	if w := f.wait(); w > 0 && w+250*time.Millisecond < reach {
+		reach = w + 250*time.Millisecond
+	}
+	c, l, t, err := connect(e, &f.clusterFlags, u, reach, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
 	return c, l, t, argv, err
 }
 
@@ -422,10 +439,10 @@ func runUpdate(e *env, opts any, args []string) error {
 	actx, acancel := f.acquireContext(ctx)
 	defer acancel()
 	ran := false
-	_, err = l.UpdateCommit(actx, func(old []byte) ([]byte, error) {
+	_, err = l.UpdateHeld(actx, func(h *etcd.Held, old []byte) ([]byte, error) {
 		ran = true
 		var out bytes.Buffer
-		cmd, err := r.start(e, argv, bytes.NewReader(old), &out, []string{"EXACTFS_LOCK_URL=" + t.URL})
+		cmd, err := r.start(e, argv, bytes.NewReader(old), &out, lockEnv(t, h))
 		if err != nil {
 			return nil, err
 		}

@@ -13,4 +13,8 @@ const (
 	// WaitWatch fires (with our queue key) once the watch on the key ahead
 	// of ours is started, before waiting on it.
 	WaitWatch = "etcd.wait-watch"
+	// ReleaseJudged fires (with the holder's lock key) when ReleaseHolder
+	// has judged the holder and found which keys its lease keeps, before it
+	// acts: the holder may release the lock right there.
+	ReleaseJudged = "etcd.release-judged"
 )
