@@ -21,6 +21,9 @@ type heldRecord struct {
 	id   exactfs.Identity // for a sidecar taken by reuseReleased, only Dev and Ino
 	data []byte
 	rec  *Record
+	// kept: a claim's sidecar left the tombstone it was, attested by our
+	// kernel lock alone (SPEC §4.8.4); data is that tombstone.
+	kept bool
 }
 
 // createRecord takes name with an exclusive create and writes rec into it.
