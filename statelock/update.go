@@ -45,7 +45,7 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 // are returned (errors.Join). If fn panics, the lock is released with the
 // state file untouched, and the panic continues.
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
-	h, err := Lock(ctx, stateFile, opts...)
+	h, err := lockState(ctx, stateFile, opts)
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,15 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 	opErr := h.update(fn, wopts...)
 	returned = true
 	if !released {
+		if opErr != nil {
+			// Nothing was written (fn failed, or the read or the write
+			// before its rename): the caller is told fn's error, which may
+			// rest on the bytes read, so they are made durable first (the
+			// readers' rule, Lock's readable).
+			if _, serr := h.readable(); serr != nil {
+				return errors.Join(opErr, serr)
+			}
+		}
 		return errors.Join(opErr, h.Unlock())
 	}
 	lastDirSync.Store(int64(time.Since(releasedAt)))
