@@ -246,16 +246,18 @@
 //
 //	                                      per increment  fsync
 //	gofrs/flock + the same durable write       34          2
-//	Update (this version)                      81          2
-//	Update before SPEC §4.8.4 (f315da3)        87          2
-//	Lock + the same durable write + Unlock     91          3
+//	Update (this version)                      77          2
+//	Update at f315da3                          87          2
+//	Lock + the same durable write + Unlock     87          3
+//	the same at f315da3                        96          2
 //
 // gofrs/flock's 34 are 16 fcntl calls of Go's os package (4 per
 // os.OpenFile), 4 openat, 4 close, 2 flock, 2 fsync, read, write, rename
-// and stats. An Update's 81, with the spare claim directory and the parked
+// and stats. An Update's 77, with the spare claim directory and the parked
 // descriptors of the previous cycle:
 //   - open the directory, once per call, so that every step works on the
-//     same directory even if its path is renamed: openat2, fstat (2);
+//     same directory even if its path is renamed: openat2, fstat, and
+//     geteuid for the trust rule (3);
 //   - look at the kernel lock first, so that a caller never takes the claim
 //     while the lock is held: lstat, F_OFD_GETLK (2);
 //   - take the transition claim from the spare: open it, fstat
@@ -264,8 +266,8 @@
 //     lstat that the claim is the directory checked (7);
 //   - the claim's sidecar through the parked descriptor: lstat (the name
 //     still names it), F_OFD_SETLK, fstat and pread (it is a tombstone,
-//     and stays one: the kernel lock attests the claim), geteuid and fstat
-//     of the trust rule (6);
+//     and stays one: the kernel lock attests the claim), the fstat of the
+//     trust rule (5);
 //   - F.lock, the same way, its tombstone rewritten to our record (pwrite)
 //     and proved (fstat, lstat): the record is at the name, whole (8);
 //   - give the claim back: an lstat that the claim is still ours, lseek

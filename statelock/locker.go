@@ -44,6 +44,9 @@ type locker struct {
 	host     liveness.HostIdentity
 	self     liveness.Evidence
 	judge    liveness.Judge
+	// euid is this process's effective uid, read once per call (the trust
+	// rule asks it of every object it adopts, several per cycle).
+	euid int
 }
 
 // kernelSlots is the internal switch of SPEC §4.8.1's kernel slots: F.lock
@@ -145,6 +148,7 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 		host:     host,
 		self:     self,
 		judge:    liveness.Judge{Host: host, HostLocal: c.hostLocal, Probe: c.probe},
+		euid:     os.Geteuid(),
 	}
 	return l, nil
 }
