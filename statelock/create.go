@@ -21,6 +21,9 @@ type heldRecord struct {
 	id   exactfs.Identity // for a sidecar taken by reuseReleased, only Dev and Ino
 	data []byte
 	rec  *Record
+	// kept: a claim's sidecar left the tombstone it was, attested by our
+	// kernel lock alone (SPEC §4.8.4); data is that tombstone.
+	kept bool
 }
 
 // createRecord takes name with an exclusive create and writes rec into it.
@@ -171,11 +174,20 @@ func quarantineName() string {
 // no OFD locks, the record is written without the kernel evidence fields:
 // a record that claims a kernel lock it does not hold would read as dead to
 // every contender whose F_OFD_GETLK answers, so it must not claim one.
+//
+// A record with a kernel slot (ofd_slot) is attested by the shared lock on
+// its slot's byte alone (slotLock), every other one by the exclusive lock
+// on the whole holder range.
 func lockOrPlain(f *os.File, rec *Record) (*Record, error) {
-	err := ofdLock(f)
+	var err error
+	if rec.OfdSlot != 0 {
+		err = slotLock(f.Fd(), rec.OfdSlot)
+	} else {
+		err = ofdLock(f)
+	}
 	if errors.Is(err, errOFDUnsupported) {
 		plain := *rec
-		plain.PidfdIno, plain.PidNS, plain.BootID = 0, 0, ""
+		plain.PidfdIno, plain.PidNS, plain.BootID, plain.OfdSlot = 0, 0, "", 0
 		return &plain, nil
 	}
 	return rec, err

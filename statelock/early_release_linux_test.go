@@ -258,3 +258,68 @@ func openUnder(dir string) string {
 	}
 	return ""
 }
+
+// TestReadersRuleDurable (SPEC §4.6, the readers' rule): A's bytes are
+// renamed into place and A's lock released early; before A's directory
+// fsync, B reads them without writing (a read-only With, then an Update
+// whose function fails) and is told what it read; then the power is cut.
+// After the remount the state file holds what B read: B made A's rename
+// durable before it returned. On the old code B returned with A's rename
+// still only in memory and the counter came back at 1.
+func TestReadersRuleDurable(t *testing.T) {
+	for _, reader := range []string{"with", "failed-update"} {
+		for _, fsys := range powerCutFilesystems {
+			t.Run(reader+"/"+fsys.name, func(t *testing.T) {
+				mnt := fsys.mount(t)
+				state := filepath.Join(mnt, "state.json")
+				opts := []Option{WithConfigRoot(t.TempDir())}
+				ctx := context.Background()
+				if err := Update(ctx, state, incrementCounter, opts...); err != nil {
+					t.Fatal(err)
+				}
+				var armed atomic.Bool
+				armed.Store(true)
+				seen := -1
+				var bErr error
+				defer hook.Set(hook.Committed, func(path string) {
+					if path != state || !armed.CompareAndSwap(true, false) {
+						return
+					}
+					// A has renamed and released; its directory fsync is next.
+					read := func() error {
+						b, err := os.ReadFile(state)
+						if err != nil {
+							return err
+						}
+						c, err := parseCounter(b)
+						seen = c.N
+						return err
+					}
+					if reader == "with" {
+						bErr = With(ctx, state, read, opts...)
+					} else {
+						refused := errors.New("refused")
+						bErr = Update(ctx, state, func(old []byte) ([]byte, error) {
+							if err := read(); err != nil {
+								return nil, err
+							}
+							return nil, refused
+						}, opts...)
+						if errors.Is(bErr, refused) {
+							bErr = nil
+						}
+					}
+					testfs.Shutdown(t, mnt)
+				})()
+				Update(ctx, state, incrementCounter, opts...)
+				if bErr != nil || seen != 2 {
+					t.Fatalf("B: read %d, %v; want 2 (A's bytes) and no error", seen, bErr)
+				}
+				remountWhenClosed(t, mnt)
+				if got := readCounter(t, state); got != seen {
+					t.Fatalf("after the power cut the counter is %d; B read %d and returned before the cut", got, seen)
+				}
+			})
+		}
+	}
+}

@@ -102,7 +102,7 @@ func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, e
 		if g.budget != WaitForever {
 			o = append(slices.Clip(opts), WithWait(max(g.budget-time.Since(g.start), 0)))
 		}
-		h, err := Lock(ctx, g.stateFile, o...)
+		h, err := lockState(ctx, g.stateFile, o)
 		if err != nil {
 			return nil, err
 		}
@@ -156,11 +156,9 @@ func (t *groupTxn) Commit(next []byte, released func()) (writeErr, releaseErr er
 }
 
 func (t *groupTxn) Release(confirm bool) error {
-	var syncErr error
-	if confirm {
-		// Some caller is told ErrNoChange's nil: what it read must be
-		// durable (Held.update does the same).
-		syncErr = t.h.l.dir.Sync()
-	}
-	return errors.Join(syncErr, t.h.Unlock())
+	// Nothing was written: every caller of the batch is told something
+	// (ErrNoChange's nil, or its own fn's error) that may rest on the bytes
+	// read, so they are made durable first, as a lone Update does (the
+	// readers' rule, SPEC §4.6); confirm does not change that.
+	return errors.Join(t.h.readDurable(), t.h.Unlock())
 }

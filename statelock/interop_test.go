@@ -16,6 +16,7 @@ import (
 
 	"github.com/exactfs/exactfs/internal/holdlog"
 	"github.com/exactfs/exactfs/internal/tsseed"
+	"github.com/exactfs/exactfs/liveness"
 )
 
 // Interoperability with the TypeScript reference (shared/interop/ts-seed,
@@ -140,6 +141,13 @@ func TestInteropTSReclaimsKilledGo(t *testing.T) {
 	holder := workerCmd(ctx, "hold", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
 	startAndWaitLine(t, holder, "H", 30*time.Second)
 	defer holder.Process.Kill()
+	// Where the kernel gives kernel slots, the record TypeScript judges
+	// carries ofd_slot (SPEC §4.8.1), a key it must ignore.
+	if ino, _ := liveness.PidfdIno(os.Getpid()); slotOf(ino) != 0 {
+		if b := mustRead(t, e.lock); !bytes.Contains(b, []byte(`"ofd_slot":`)) {
+			t.Fatalf("the Go holder's record carries no kernel slot: %s", b)
+		}
+	}
 
 	logf := filepath.Join(e.dir, "ts.log")
 	ts := tsseed.Command(t, e.configRoot, e.state, 1, 0, logf)

@@ -96,6 +96,20 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	if h := r.Host(); h == "" || !l.host.IsLocal(h) {
 		return verdict{}, false
 	}
+	if r.OfdSlot != 0 {
+		// A kernel slot (SPEC §4.8.1): its byte alone attests the
+		// holder; any other lock on the inode (a taker's, a waiter's) says
+		// nothing about this one.
+		var held, known bool
+		sys.Control(f, func(fd int) error { held, known = slotHeld(uintptr(fd), r.OfdSlot); return nil })
+		if !known {
+			return verdict{}, false
+		}
+		if held {
+			return verdict{liveness.Judgement{Verdict: liveness.Alive, Reason: "the holder's kernel slot lock on the record is held"}, ReasonOwnerLive}, true
+		}
+		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "no lock on the holder's kernel slot: its descriptor is gone"}, ""}, true
+	}
 	// The holder's range [0, queueBase) is the attestation's.
 	k, ok := liveness.Attested(f)
 	if !ok {

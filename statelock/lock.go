@@ -60,7 +60,45 @@ func (h *Held) LockPath() string { return h.l.lockPath }
 // once, without waiting out any timeout. On failure the error is a
 // *LockError; errors.Is(err, ErrLocked) when someone held the lock
 // throughout.
+//
+// Before it returns, the rename of the state file that a previous holder
+// made is durable (readable): an Update releases early, before its
+// directory fsync, and a caller of Lock may read the state file and act on
+// what it read without ever writing it (SPEC §4.6, the readers' rule).
 func Lock(ctx context.Context, stateFile string, opts ...Option) (*Held, error) {
+	h, err := lockState(ctx, stateFile, opts)
+	if err != nil {
+		return nil, err
+	}
+	return h.readable()
+}
+
+// readable is the readers' rule (SPEC §4.6): nothing a holder is told may
+// rest on bytes that are not yet durable, and the last holder may have
+// released early, before its directory fsync returned. One fsync of the
+// directory makes its rename durable (it finds nothing to flush when that
+// holder's own fsync already did). On failure the lock is given back and
+// the error says the state file's bytes may not survive a power cut.
+func (h *Held) readable() (*Held, error) {
+	if err := h.readDurable(); err != nil {
+		return nil, errors.Join(err, h.Unlock())
+	}
+	return h, nil
+}
+
+// readDurable is the fsync of readable, for a holder that keeps the lock
+// (Update's paths that write nothing).
+func (h *Held) readDurable() error {
+	if err := h.l.dir.Sync(); err != nil {
+		return fmt.Errorf("%s: the state file's last replacement could not be made durable before it is read under the lock "+
+			"(a power cut could still undo what it holds): %w", h.l.lockPath, err)
+	}
+	return nil
+}
+
+// lockState is Lock without the readers' rule: for Update, whose read is
+// made durable by its own write, or by readable when it writes nothing.
+func lockState(ctx context.Context, stateFile string, opts []Option) (*Held, error) {
 	l, err := newLocker(stateFile, opts)
 	if err != nil {
 		return nil, err
@@ -80,6 +118,7 @@ func Lock(ctx context.Context, stateFile string, opts ...Option) (*Held, error) 
 // TryLock makes one attempt to acquire the lock of stateFile. A holder
 // (or a busy transition claim) fails it with an error that satisfies
 // errors.Is(err, ErrLocked). A provably dead holder is still reclaimed.
+// The readers' rule of Lock applies.
 func TryLock(stateFile string, opts ...Option) (*Held, error) {
 	l, err := newLocker(stateFile, opts)
 	if err != nil {
@@ -90,7 +129,7 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 		l.close()
 		return nil, err
 	}
-	return h, nil
+	return h.readable()
 }
 
 // acquire runs attempts until one succeeds, the budget runs out or ctx is

@@ -44,7 +44,17 @@ type locker struct {
 	host     liveness.HostIdentity
 	self     liveness.Evidence
 	judge    liveness.Judge
+	// euid is this process's effective uid, read once per call (the trust
+	// rule asks it of every object it adopts, several per cycle).
+	euid int
 }
+
+// kernelSlots is the internal switch of SPEC §4.8.1's kernel slots: F.lock
+// records of this process carry "ofd_slot" and are attested by the shared
+// lock on that one byte (ofdqueue.go). Off, every record is attested by the
+// exclusive whole-range lock, as before the cohort. A variable for tests
+// that stand in for an older exactfs.
+var kernelSlots = true
 
 var hostCache sync.Map // config root -> liveness.HostIdentity
 
@@ -142,6 +152,7 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 		host:     host,
 		self:     self,
 		judge:    liveness.Judge{Host: host, HostLocal: c.hostLocal, Probe: c.probe},
+		euid:     os.Geteuid(),
 	}
 	return l, nil
 }
@@ -186,8 +197,14 @@ func (l *locker) newOwner() *Record {
 // judges a claim's sidecar (it never breaks a claim directory, and it fails
 // on any sidecar that is not a tombstone), and our stale-claim rule needs
 // the host id there. Tombstones keep owner_host_id.
+//
+// Its record carries this process's kernel slot (ofdqueue.go, slotOf)
+// where the kernel gives one and kernelSlots is on.
 func (l *locker) lockOwner() *Record {
 	r := l.newOwner()
+	if ofdSupported && kernelSlots {
+		r.OfdSlot = slotOf(l.self.PidfdIno)
+	}
 	if !l.self.InitialPidNS() {
 		r.PidNSHostID, r.HostID = r.HostID, ""
 	}

@@ -32,6 +32,13 @@ type Record struct {
 	PidfdIno        uint64
 	PidNS           uint64
 	BootID          string
+	// OfdSlot (ofd_slot) is the writer's kernel slot (SPEC §4.8.1): the
+	// writer holds a shared OFD lock on the one byte slotBase+OfdSlot of
+	// the record's inode for as long as it owns the record, and a judge in
+	// the same boot asks about that byte only. It is the writer's pidfd
+	// inode, which no other process of the boot ever has. 0: no slot (the
+	// writer holds the whole holder range [0, queueBase) instead).
+	OfdSlot uint64
 	// PidNSHostID (pidns_host_id) is the host id of a holder in a pid
 	// namespace other than the host's initial one, which writes it instead
 	// of owner_host_id: a reader that judges by the pid alone (the
@@ -90,6 +97,10 @@ func (r *Record) Encode() []byte {
 	if r.BootID != "" {
 		b = append(b, `,"boot_id":`...)
 		b = appendJSString(b, r.BootID)
+	}
+	if r.OfdSlot != 0 {
+		b = append(b, `,"ofd_slot":`...)
+		b = strconv.AppendUint(b, r.OfdSlot, 10)
 	}
 	if r.PidNSHostID != "" {
 		b = append(b, `,"pidns_host_id":`...)
@@ -211,6 +222,9 @@ func parseRecordJSON(data []byte) (*Record, error) {
 	r.PidfdIno, _ = jsonUint(m["pidfd_ino"])
 	r.PidNS, _ = jsonUint(m["pid_ns"])
 	jsonString(m["boot_id"], &r.BootID)
+	if n, ok := jsonUint(m["ofd_slot"]); ok && validSlot(n) {
+		r.OfdSlot = n
+	}
 	jsonString(m["pidns_host_id"], &r.PidNSHostID)
 	return r, nil
 }

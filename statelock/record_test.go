@@ -74,8 +74,9 @@ func TestVectorLiveRecord(t *testing.T) {
 	r.PidfdIno = 12345
 	r.PidNS = 4026531836
 	r.BootID = "0b5e6c3a-1111-2222-3333-444455556666"
+	r.OfdSlot = 12345
 	got := string(r.Encode())
-	want := v.Live[:len(v.Live)-1] + `,"start_time_format":"linux-proc-v1","pidfd_ino":12345,"pid_ns":4026531836,"boot_id":"0b5e6c3a-1111-2222-3333-444455556666"}`
+	want := v.Live[:len(v.Live)-1] + `,"start_time_format":"linux-proc-v1","pidfd_ino":12345,"pid_ns":4026531836,"boot_id":"0b5e6c3a-1111-2222-3333-444455556666","ofd_slot":12345}`
 	if got != want {
 		t.Fatalf("extended record:\n got %s\nwant %s", got, want)
 	}

@@ -8,6 +8,12 @@ import (
 	"github.com/exactfs/exactfs"
 )
 
+// keepSidecarTombstone is the internal switch of SPEC §4.8.4: a claim's
+// taker that holds its kernel lock on the sidecar leaves the sidecar the
+// tombstone it found (reuseReleased). A variable for tests that show what
+// the old way left after a power cut.
+var keepSidecarTombstone = true
+
 // reuseTombstone takes a released record in place: the next owner reuses
 // the inode. It opens the pathname read-write without following
 // links, takes the OFD lock first (a conflict means some exactfs process
@@ -82,9 +88,11 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 		f.Close()
 		return nil, false, nil
 	}
+	locked := false
 	for try := 0; ; try++ {
 		rec2, lerr := lockOrPlain(f, rec)
 		if lerr == nil {
+			locked = ofdSupported && rec2 == rec
 			rec = rec2
 			break
 		}
@@ -104,6 +112,15 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 		ofdUnlock(f)
 		f.Close()
 		return nil, false, nil
+	}
+	if name == l.sidecar && locked && keepSidecarTombstone {
+		// SPEC §4.8.4: the kernel lock we hold on the sidecar attests the
+		// claim to every exactfs reclaimer (inspectClaim asks it before
+		// the bytes), and the reference never reads the sidecar of a claim
+		// it does not hold; so the tombstone stays, and no order of
+		// write-back can leave the directory gone and the sidecar naming
+		// us (§4.3): it never does.
+		return &heldRecord{name: name, f: f, id: exactfs.Identity{Dev: id.Dev, Ino: id.Ino}, data: old, rec: rec, kept: true}, true, nil
 	}
 	data := rec.Encode()
 	if name == l.sidecar {

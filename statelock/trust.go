@@ -72,7 +72,7 @@ func (l *locker) distrust(st sys.Stat, dir bool) string {
 // foreignOwner says "owned by uid N (name)" when uid is neither ours nor
 // the directory's owner's, else "".
 func (l *locker) foreignOwner(uid uint32) string {
-	euid := os.Geteuid()
+	euid := l.euid
 	if euid < 0 || uid == uint32(euid) {
 		return ""
 	}
@@ -97,7 +97,7 @@ func (l *locker) distrustFile(f *os.File) (string, sys.Stat) {
 // user's (neither ours nor the directory owner's), or "". The residue
 // sweeps never remove such a file, whatever its name says.
 func (l *locker) foreignFile(f *os.File) string {
-	if os.Geteuid() < 0 {
+	if l.euid < 0 {
 		return "" // no uids here
 	}
 	var st sys.Stat
@@ -150,7 +150,7 @@ func (l *locker) refuseIfForeign(name string, err error) error {
 	}
 	why := l.distrust(st, st.Mode.IsDir())
 	if why == "" {
-		euid := os.Geteuid()
+		euid := l.euid
 		if euid < 0 || st.Uid == uint32(euid) {
 			return err
 		}

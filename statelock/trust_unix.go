@@ -3,7 +3,6 @@
 package statelock
 
 import (
-	"os"
 	"syscall"
 )
 
@@ -21,7 +20,7 @@ import (
 // Elsewhere (not root, or root's own directory) this does nothing: the
 // objects are ours.
 func (l *locker) chownForDir(fd int) error {
-	if os.Geteuid() != 0 {
+	if l.euid != 0 {
 		return nil
 	}
 	var d syscall.Stat_t

@@ -64,7 +64,7 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 	if g, ok := joinGroup(ctx, stateFile, &c); ok {
 		return g.update(ctx, fn, opts)
 	}
-	h, err := Lock(ctx, stateFile, opts...)
+	h, err := lockState(ctx, stateFile, opts)
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,15 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 	opErr = op(wopts...)
 	returned = true
 	if !early {
+		if opErr != nil {
+			// Nothing was written (fn failed, or the read or the write
+			// before its rename): the caller is told fn's error, which may
+			// rest on the bytes read, so they are made durable first (the
+			// readers' rule, Lock's readable).
+			if serr := h.readDurable(); serr != nil {
+				opErr = errors.Join(opErr, serr)
+			}
+		}
 		return opErr, h.Unlock()
 	}
 	lastDirSync.Store(int64(time.Since(releasedAt)))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/exactfs/exactfs/internal/holdlog"
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
 )
 
 // Multi-process tests re-execute this test binary; the environment variable
@@ -74,6 +75,12 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "updatekill":
 		if err := updateKillWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "slot":
+		if err := slotWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
@@ -321,4 +328,14 @@ func waitWorker() error {
 	}
 	fmt.Println((after - before).Microseconds())
 	return nil
+}
+
+// slotWorker prints this process's slot and pid.
+func slotWorker() error {
+	ino, err := liveness.PidfdIno(os.Getpid())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Printf("%d %d\n", slotOf(ino), os.Getpid())
+	return err
 }

@@ -124,6 +124,11 @@ const (
 	// LockClaimTaken fires when the claim directory was just taken (made,
 	// or a spare renamed onto the name), before its sidecar is written.
 	LockClaimTaken = "statelock.claim-taken"
+	// LockClaimSidecarSync fires at a claim's release when our record was
+	// written into the sidecar (not the steady state, where the sidecar
+	// stays a tombstone): its tombstone is written and not yet fsynced,
+	// the claim directory is still there.
+	LockClaimSidecarSync = "statelock.claim-sidecar-sync"
 	// LockAfterClaimInspection fires after the stale verdict on a
 	// transition claim, before its re-capture.
 	LockAfterClaimInspection = "statelock.after-claim-inspection"
