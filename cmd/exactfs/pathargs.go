@@ -66,9 +66,10 @@ func namesDirectory(path string) bool {
 func physicalPath(path string) string {
 	// Split by hand: filepath.Dir would clean "link/.." away lexically,
 	// which is the very reading being refused.
-	trimmed := strings.TrimRight(path, "/"+string(filepath.Separator))
+	isSep := func(r rune) bool { return r == '/' || r == filepath.Separator }
+	trimmed := strings.TrimRightFunc(path, isSep)
 	dir, base := ".", trimmed
-	if i := strings.LastIndexAny(trimmed, "/"+string(filepath.Separator)); i >= 0 {
+	if i := strings.LastIndexFunc(trimmed, isSep); i >= 0 {
 		dir, base = trimmed[:i+1], trimmed[i+1:]
 	}
 	if base == ".." || base == "." {

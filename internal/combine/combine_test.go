@@ -17,16 +17,16 @@ import (
 // acquisition can wait on a context), a state (the ids of the operations
 // applied, in order), and counts of every Txn call.
 type res struct {
-	sem                        chan struct{}
-	state                      []int
-	reads, commits, releases   atomic.Int32
-	confirms                   atomic.Int32
-	acquires                   atomic.Int32
-	readErr, writeErr, relErr  error
-	acquireErr                 func(n int32) error // error of the n-th acquisition (1-based), or nil
-	beforeCommit, afterRelease func()              // run inside Commit, after released()
-	panicIn                    string              // "read", "commit" or "release": that call panics
-	holding                    atomic.Bool
+	sem                       chan struct{}
+	state                     []int
+	reads, commits, releases  atomic.Int32
+	confirms                  atomic.Int32
+	acquires                  atomic.Int32
+	readErr, writeErr, relErr error
+	acquireErr                func(n int32) error // error of the n-th acquisition (1-based), or nil
+	beforeCommit              func()              // run inside Commit, after released()
+	panicIn                   string              // "read", "commit" or "release": that call panics
+	holding                   atomic.Bool
 }
 
 func b2i(b bool) int32 {
