@@ -3,6 +3,7 @@ package statelock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -304,5 +305,25 @@ func TestWaiterReclaimsKilledTypeScriptHolderPromptly(t *testing.T) {
 	}
 	if r.CPU > r.Elapsed/20 {
 		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
+	}
+}
+
+// TestWaitWithoutInotifyCancelled: the timed sleeps of a waiter without a
+// watch end when its context does: Lock returns the context's error with
+// most of its budget left, never taking the live holder's lock.
+func TestWaitWithoutInotifyCancelled(t *testing.T) {
+	noWaker = true
+	t.Cleanup(func() { noWaker = false })
+	e := newEnv(t)
+	writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	h, err := Lock(ctx, e.state, e.opts(WithWait(time.Hour))...)
+	if err == nil {
+		h.Unlock()
+		t.Fatal("took the lock of a live holder")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock after its context was cancelled: %v", err)
 	}
 }
