@@ -20,6 +20,11 @@ type acquisition struct {
 	claimBo backoff // the sleeps while the transition claim is busy
 	w       *waker
 	tk      *ticket
+	// armed is whether the watch and the place in the queue were set up
+	// (after the first contention). It is not w != nil: where inotify is
+	// unavailable the watch is nil for good, and every wait after the
+	// first must still sleep its backoff step.
+	armed bool
 	// seen is what a waiter observed just before its last attempt; a wake
 	// that finds the same is spurious (observation).
 	seen observation
@@ -112,10 +117,12 @@ func (a *acquisition) wait(c *contention, how tried) error {
 	}
 	a.claimBo.reset()
 	a.claimBo.max, a.claimBusy = claimRetryMax, time.Time{}
-	if a.w == nil {
+	if !a.armed {
 		// Arm the watch and take a place in the queue, then look again at
 		// once: a release between the failed attempt and the watch would
-		// otherwise cost a full sleep.
+		// otherwise cost a full sleep. Once only: with no inotify the
+		// watch stays nil and the waits below are plain timed sleeps.
+		a.armed = true
 		a.w = newWaker(a.l.dir.Name(), a.l.lockName)
 		a.tk = a.l.join(nil)
 		return nil

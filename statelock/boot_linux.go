@@ -41,5 +41,5 @@ func writtenBeforeBoot(mtimeNs int64) (before, ok bool) {
 	if err != nil {
 		return false, false
 	}
-	return time.Unix(0, mtimeNs).Before(bt.Add(-bootSlack)), true
+	return writtenBefore(mtimeNs, bt, bootSlack), true
 }

@@ -43,8 +43,8 @@ type waitReport struct {
 // waiter makes thousands).
 const recentMax = 64
 
-// waitCPUWorker makes one Lock call with a budget of STATELOCK_WAIT_MS,
-// after printing "W" (so the parent knows it is about to wait), and
+// waitCPUWorker makes one Lock call with a budget of STATELOCK_WAIT_MS
+// (with no inotify watch when STATELOCK_NO_WAKER is 1), after printing "W" (so the parent knows it is about to wait), and
 // prints a waitReport as JSON. A lock it takes is released at once.
 func waitCPUWorker() error {
 	var (
@@ -63,6 +63,8 @@ func waitCPUWorker() error {
 	})()
 	defer hook.Set(hook.LockWaitUnchanged, func(string) { mu.Lock(); r.Unchanged++; mu.Unlock() })()
 	defer hook.Set(hook.LockWaitTimedOut, func(string) { mu.Lock(); r.TimedOut++; mu.Unlock() })()
+	// STATELOCK_NO_WAKER=1: wait as where inotify is unavailable.
+	noWaker = os.Getenv("STATELOCK_NO_WAKER") == "1"
 	os.Stdout.WriteString("W\n")
 	before, err := cpuTime()
 	if err != nil {

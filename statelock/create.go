@@ -174,6 +174,8 @@ func quarantineName() string {
 // no OFD locks, the record is written without the kernel evidence fields:
 // a record that claims a kernel lock it does not hold would read as dead to
 // every contender whose F_OFD_GETLK answers, so it must not claim one.
+// boot_id goes too, although it claims nothing now (Record.Kernel): builds
+// before 2026-12-04 read a boot id alone as a claim of the OFD lock.
 //
 // A record with a kernel slot (ofd_slot) is attested by the shared lock on
 // its slot's byte alone (slotLock), every other one by the exclusive lock

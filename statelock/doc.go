@@ -70,7 +70,12 @@
 // the holder is dead at once, whatever its pid now names. Records of
 // TypeScript peers carry no such lock and are judged by the pid rules. On a
 // filesystem that takes no OFD locks our records omit those fields, so that
-// no contender ever reads a missing lock as a dead holder.
+// no contender ever reads a missing lock as a dead holder. On macOS, which
+// has no OFD locks, records carry boot_id alone (kern.bootsessionuuid): it
+// claims no kernel lock (Record.Kernel) and serves the pid rules, under
+// which a record from an earlier boot is dead; the power-loss rule there
+// takes the boot's start from kern.boottime, with a minute of slack for
+// clock steps.
 //
 // Kernel slots (SPEC §4.8.1). Where the kernel gives every process a
 // pidfd inode of its own (pidfs, Linux 6.9 and later; liveness reports 0

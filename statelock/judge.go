@@ -149,7 +149,7 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	}
 	if _, ok := historicalUnreleased(s.data); !ok && f != nil && s.id.Nlink == 1 {
 		if min, how := abandonedAge(f, s.id); age(s.id) >= min {
-			if why, err := idle.NoWriter(f); err == nil && why == "" {
+			if w, _ := writerOf(f); w == idle.No {
 				return verdict{liveness.Judgement{Verdict: liveness.Dead,
 					Reason: fmt.Sprintf("a record of %d bytes that does not parse, %s, open for writing by no process: its writer died while writing it", len(s.data), how)}, ""}
 			}

@@ -182,6 +182,13 @@ func (l *locker) newOwner() *Record {
 		// Only where we also hold an OFD lock on the record: the fields
 		// tell a contender that the kernel can vouch for this holder.
 		r.PidfdIno, r.PidNS, r.BootID = l.self.PidfdIno, l.self.PidNS, l.self.BootID
+	} else {
+		// The boot id alone claims no kernel lock (Record.Kernel): it is
+		// evidence for the pid rules, under which a record from an
+		// earlier boot is dead (liveness.Judge), OFD locks or not. On
+		// macOS it is kern.bootsessionuuid; where the platform has none
+		// (Windows) it stays empty.
+		r.BootID = l.self.BootID
 	}
 	return r
 }

@@ -62,8 +62,17 @@ func (r *Record) Host() string {
 // also holds an OFD lock on the record's inode for as long as it holds the
 // lock (see the package documentation, Beyond the reference). Only such a
 // record may be judged by asking the kernel.
+//
+// A boot id alone does not make one: exactfs on macOS, which has no OFD
+// locks, records its boot (kern.bootsessionuuid) as evidence for the pid
+// rules only (a record from an earlier boot is dead). Every Linux holder
+// that takes the OFD lock also records pid_ns (and pidfd_ino where the
+// kernel has pidfs, and ofd_slot with a kernel slot): both it and boot_id
+// come from /proc, so a Linux record with boot_id and neither would need
+// a /proc that answers one and not the other. Such a record, if one
+// exists, is judged by the pid rules, which never read "no lock" as dead.
 func (r *Record) Kernel() bool {
-	return r.PidfdIno != 0 || r.PidNS != 0 || r.BootID != ""
+	return r.PidfdIno != 0 || r.PidNS != 0 || r.OfdSlot != 0
 }
 
 // Encode returns the record's exact on-disk bytes: compact JSON, keys in

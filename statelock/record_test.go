@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -262,5 +263,39 @@ func TestParseTombstoneVector(t *testing.T) {
 	v := loadVectors(t)
 	if _, ok := parseTombstone([]byte(v.Tombstone)); !ok {
 		t.Fatalf("the tombstone vector does not take the fast path: %s", v.Tombstone)
+	}
+}
+
+// TestKernelNotFromBootID: a boot id alone claims no kernel lock (exactfs
+// on macOS records one without OFD locks); pid_ns, pidfd_ino or ofd_slot
+// do. Fails on 20b7f43, where a boot id alone counted.
+func TestKernelNotFromBootID(t *testing.T) {
+	r := &Record{Pid: 1, StartTime: "x", Token: "t", HostID: "h", BootID: "0b5e6c3a-1111-2222-3333-444455556666"}
+	if r.Kernel() {
+		t.Error("a record with a boot id alone claims a kernel lock")
+	}
+	for _, set := range []func(*Record){
+		func(r *Record) { r.PidNS = 4026531836 },
+		func(r *Record) { r.PidfdIno = 12345 },
+		func(r *Record) { r.OfdSlot = 12345 },
+	} {
+		k := *r
+		set(&k)
+		if !k.Kernel() {
+			t.Errorf("%+v: not kernel-attested", k)
+		}
+	}
+}
+
+// TestWrittenBefore: the power-loss rule's test keeps its slack.
+func TestWrittenBefore(t *testing.T) {
+	boot := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct {
+		at   time.Duration // mtime relative to the boot
+		want bool
+	}{{-61 * time.Second, true}, {-59 * time.Second, false}, {0, false}, {time.Hour, false}} {
+		if got := writtenBefore(boot.Add(c.at).UnixNano(), boot, time.Minute); got != c.want {
+			t.Errorf("written %s from the boot, slack 1m: before=%v, want %v", c.at, got, c.want)
+		}
 	}
 }

@@ -26,11 +26,30 @@ const (
 
 // Action is one step Recover took or, in a dry run, would take.
 type Action struct {
-	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging"
+	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging"; "keep-claim", "keep-lock"
 	Path     string
-	Evidence string // why it is provably safe, for people
-	Done     bool   // false in a dry run, or when the step was refused
+	Evidence string // why it is provably safe, for people; for a keep-: what was found, why it is kept, and how to remove it by hand
+	Done     bool   // false in a dry run, or when the step was refused; always false for a keep-
 	Err      error  // why a step was refused (nothing was removed then)
+}
+
+// A keep- Action is something a removal rule would take but for one answer
+// the kernel could not give here (no OFD locks, no lease probe: macOS, a
+// filesystem without them): whether a process holds a lock on it or has it
+// open for writing. Unknown is never read as "no": Recover keeps it, and
+// says so and how a person who has checked removes it by hand.
+const (
+	KindKeepClaim = "keep-claim"
+	KindKeepLock  = "keep-lock"
+)
+
+// lockWords is what Recover may say about kernel locks on a file it is
+// about to remove: "no kernel lock on it" only when the kernel answered.
+func lockWords(known bool) string {
+	if known {
+		return "no kernel lock on it"
+	}
+	return "open for writing by no process (the kernel cannot tell about locks here)"
 }
 
 // Recover removes what automatic reclaim refuses to guess about, each step
@@ -48,6 +67,13 @@ type Action struct {
 //     and writing it), by exact unlink of the judged bytes under the claim;
 //   - exact-unlink placeholders (zero bytes, one link) and quarantined owner
 //     records at least RecoverResidueAge old, by exact unlink.
+//
+// Where the kernel cannot tell whether a process holds a lock on the file
+// (no OFD locks: macOS), "no kernel lock" above is replaced by "open for
+// writing by no process" from the lease probe; where that cannot tell
+// either, or a process has the F.lock open for writing, the claim or the
+// F.lock is kept and reported as a keep-claim or keep-lock Action, with
+// how to remove it by hand (staging residue is only kept: Inspect lists it).
 //
 // A lock with a readable owner record is never touched here: whether that
 // owner is dead is for Lock to judge.
@@ -112,19 +138,25 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	}
 	var side *snapshot
 	if f, s, err := l.openCapture(l.sidecar); err == nil {
-		held, _ := ofdHeld(f)
+		held, known := heldOnIt(f)
 		// A sidecar a process still has open for writing is being
-		// written, however old the claim looks: its taker is alive.
-		writer, _ := idle.Writer(f)
+		// written, however old the claim looks: its taker is alive. Every
+		// exactfs taker also keeps it open for writing (it writes through
+		// the descriptor of its lock), so No covers an unknown lock too.
+		writer, why := writerOf(f)
 		f.Close()
-		if held || writer != idle.No {
+		if held || writer == idle.Yes || age(s.id) < RecoverClaimAge {
 			return nil
 		}
-		if age(s.id) < RecoverClaimAge {
-			return nil
+		if writer != idle.No {
+			a.Kind = KindKeepClaim
+			a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old; kept: %s, so its taker may be alive and writing it. "+
+				"If no process has %s open (check with lsof), remove both by hand: rmdir %s && rm %s",
+				len(s.data), roundDur(age(s.id)), why, l.path(l.sidecar), l.path(l.claim), l.path(l.sidecar))
+			return []Action{a}
 		}
 		side = s
-		a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old, no kernel lock on it", len(s.data), roundDur(age(s.id)))
+		a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old, %s", len(s.data), roundDur(age(s.id)), lockWords(known))
 	} else if errors.Is(err, fs.ErrNotExist) {
 		a.Evidence += "no sidecar"
 	} else {
@@ -224,7 +256,7 @@ func recoverVerdict(evidence string, keep bool) liveness.Judgement {
 // why it is provably safe to remove, or "" to keep it. No kernel lock may
 // be held on it, it must have one link and be RecoverResidueAge old.
 func residueEvidence(kind string, c liveness.Captured) string {
-	held, _ := ofdHeld(c.File)
+	held, known := heldOnIt(c.File)
 	data, id := c.Data, c.ID
 	if held || id.Nlink != 1 || age(id) < RecoverResidueAge {
 		return ""
@@ -244,8 +276,15 @@ func residueEvidence(kind string, c liveness.Captured) string {
 		return fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
 	case "staging":
 		// An owner record staged for publishing whose creator died before
-		// the rename: no kernel lock is held on it any more.
-		return fmt.Sprintf("unpublished owner record, %s old, no kernel lock on it", roundDur(age(id)))
+		// the rename: no kernel lock is held on it any more. Where the
+		// kernel cannot tell, its creator (which writes it through the
+		// descriptor it would lock) must have it open no more.
+		if !known {
+			if w, _ := writerOf(c.File); w != idle.No {
+				return ""
+			}
+		}
+		return fmt.Sprintf("unpublished owner record, %s old, %s", roundDur(age(id)), lockWords(known))
 	}
 	return ""
 }
@@ -262,12 +301,22 @@ func placeholderFree(string) string { return quarantineName() }
 // so a successor keeps the name.
 func (l *locker) recoverLock(dryRun bool) []Action {
 	a := Action{Kind: "remove-lock", Path: l.lockPath}
-	var judged exactfs.Identity
+	var (
+		judged exactfs.Identity
+		kept   string
+	)
 	look := func(c liveness.Captured) liveness.Judgement {
-		a.Evidence, judged = abandonedLock(c), c.ID
+		a.Evidence, kept = abandonedLock(c)
+		judged = c.ID
 		return recoverVerdict("", true) // a look: never removes
 	}
-	if liveness.Reclaim(l.dir, l.lockName, liveness.Removal{}, look); a.Evidence == "" {
+	liveness.Reclaim(l.dir, l.lockName, liveness.Removal{}, look)
+	if kept != "" {
+		a.Kind, a.Evidence = KindKeepLock, kept+
+			fmt.Sprintf(". If no process has it open (check with lsof), remove it by hand: rm %s", l.lockPath)
+		return []Action{a}
+	}
+	if a.Evidence == "" {
 		return nil
 	}
 	if dryRun {
@@ -277,7 +326,8 @@ func (l *locker) recoverLock(dryRun bool) []Action {
 	busy, err := l.withClaim(func() error {
 		rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
 		_, err := liveness.Reclaim(l.dir, l.lockName, rm, func(c liveness.Captured) liveness.Judgement {
-			changed = !sameRecord(c.ID, judged) || abandonedLock(c) == ""
+			ev, _ := abandonedLock(c)
+			changed = !sameRecord(c.ID, judged) || ev == ""
 			return recoverVerdict(a.Evidence, changed)
 		})
 		if changed || errors.Is(err, exactfs.ErrIdentityMismatch) || errors.Is(err, exactfs.ErrNotFound) {
@@ -296,17 +346,31 @@ func (l *locker) recoverLock(dryRun bool) []Action {
 
 // abandonedLock is Recover's rule for F.lock: a record that does not parse
 // (and is not the historical released:false shape, which Lock judges by
-// its pid), at least staleAge old, with no kernel lock on it. It returns
-// the evidence, or "" to keep it.
-func abandonedLock(c liveness.Captured) string {
+// its pid), at least staleAge old, with no kernel lock on it. Where the
+// kernel cannot tell about locks, it must also be open for writing by no
+// process (the lease probe): every exactfs holder writes its record
+// through a writable descriptor it keeps, and a TypeScript writer keeps
+// one while the record is incomplete. It returns the evidence, or "" to
+// keep it; kept, when the rule holds but for an answer the kernel could
+// not give (what was found and why it is kept).
+func abandonedLock(c liveness.Captured) (evidence, kept string) {
 	s := newSnapshot(c.Data, c.ID)
-	held, _ := ofdHeld(c.File)
+	held, known := heldOnIt(c.File)
 	if held || s.rec != nil || age(s.id) < staleAge {
-		return ""
+		return "", ""
 	}
 	if _, ok := historicalUnreleased(s.data); ok {
-		return ""
+		return "", ""
 	}
-	return fmt.Sprintf("malformed owner record of %d bytes, %s old, no kernel lock on it: its writer died between creating and writing it",
-		len(s.data), roundDur(age(s.id)))
+	found := fmt.Sprintf("malformed owner record of %d bytes, %s old", len(s.data), roundDur(age(s.id)))
+	if !known {
+		switch writer, why := writerOf(c.File); writer {
+		case idle.No:
+		case idle.Yes:
+			return "", found + "; kept: " + why + ", and the kernel cannot tell here whether it holds a lock on it"
+		default:
+			return "", found + "; kept: " + why + ", nor whether a process holds a lock on it"
+		}
+	}
+	return found + ", " + lockWords(known) + ": its writer died between creating and writing it", ""
 }

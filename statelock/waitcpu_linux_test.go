@@ -3,6 +3,7 @@ package statelock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,13 +75,14 @@ func runWaiter(t *testing.T, e *testEnv, budget time.Duration, during func()) wa
 	return r
 }
 
-// startWaiter starts waitCPUWorker and returns once it is about to wait;
-// report waits for its report (and may be called from any goroutine).
-func startWaiter(t *testing.T, e *testEnv, budget time.Duration) (report func() (waitReport, error)) {
+// startWaiter starts waitCPUWorker (with env added to its environment)
+// and returns once it is about to wait; report waits for its report (and
+// may be called from any goroutine).
+func startWaiter(t *testing.T, e *testEnv, budget time.Duration, env ...string) (report func() (waitReport, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
-	cmd := workerCmd(ctx, "waitcpu", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-		"STATELOCK_WAIT_MS="+strconv.Itoa(int(budget/time.Millisecond)))
+	cmd := workerCmd(ctx, "waitcpu", append([]string{"STATELOCK_STATE=" + e.state, "STATELOCK_CONFIG=" + e.configRoot,
+		"STATELOCK_WAIT_MS=" + strconv.Itoa(int(budget/time.Millisecond))}, env...)...)
 	t.Cleanup(cancel)
 	sc := startAndWaitLine(t, cmd, "W", 30*time.Second)
 	return func() (waitReport, error) {
@@ -178,6 +180,45 @@ func TestWaiterQuietWhateverHolds(t *testing.T) {
 	}
 }
 
+// TestWaiterQuietWithoutInotify: where there is no inotify (every Mac; a
+// Linux whose inotify_init1 fails, e.g. with max_user_instances spent)
+// newWaker returns nil and every wait is a timed sleep of the backoff. The
+// waiter runs with the watch switched off (noWaker) behind a live exactfs
+// holder in another process and behind a live TypeScript-style record. On
+// 20b7f43 the nil watch sent every wait back to "arm the watch, look again
+// at once": 10824 attempts and 79% of a core in 2.5 s behind the exactfs
+// holder (and a queue ticket taken per attempt and never given back).
+func TestWaiterQuietWithoutInotify(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, e *testEnv)
+	}{
+		{"exactfs holder", func(t *testing.T, e *testEnv) {
+			ctx, cancel := context.WithCancel(context.Background())
+			holder := workerCmd(ctx, "hold", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+			t.Cleanup(func() { cancel(); holder.Wait() })
+			startAndWaitLine(t, holder, "H", 30*time.Second)
+		}},
+		{"typescript-style live record", func(t *testing.T, e *testEnv) {
+			writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.plant(t, e)
+			r, err := startWaiter(t, e, waitBudget, "STATELOCK_NO_WAKER=1")()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkQuiet(t, r, 0)
+			if r.Unchanged != 0 || r.TimedOut != 0 {
+				t.Errorf("%d spurious wakes and %d sleeps that ran out were reported by a watch that must not exist", r.Unchanged, r.TimedOut)
+			}
+		})
+	}
+}
+
 // TestWaitersDoNotWakeEachOther: three waiters on one TypeScript-style
 // live record: each one's failed attempts close F.lock, which wakes the
 // others; none of them spins. On 7b17545 they woke each other (and
@@ -264,5 +305,25 @@ func TestWaiterReclaimsKilledTypeScriptHolderPromptly(t *testing.T) {
 	}
 	if r.CPU > r.Elapsed/20 {
 		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
+	}
+}
+
+// TestWaitWithoutInotifyCancelled: the timed sleeps of a waiter without a
+// watch end when its context does: Lock returns the context's error with
+// most of its budget left, never taking the live holder's lock.
+func TestWaitWithoutInotifyCancelled(t *testing.T) {
+	noWaker = true
+	t.Cleanup(func() { noWaker = false })
+	e := newEnv(t)
+	writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	h, err := Lock(ctx, e.state, e.opts(WithWait(time.Hour))...)
+	if err == nil {
+		h.Unlock()
+		t.Fatal("took the lock of a live holder")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock after its context was cancelled: %v", err)
 	}
 }

@@ -122,12 +122,22 @@ func meanings(r *probe.Report) []string {
 	} else {
 		m = append(m, "no OFD locks: a lock holder is judged by pid, start time and boot id only (still safe: unprovable means alive).")
 	}
-	if r.ACL.Supported {
-		m = append(m, "POSIX ACLs are supported: mode 0600 alone does not prove a file is owner-only here; an ACL entry can grant access too, so owner-only checks must clear and verify ACLs.")
-	} else {
-		m = append(m, "no POSIX ACLs: the mode bits alone decide who can read a file here.")
-	}
+	m = append(m, aclMeaning(r.ACL.Supported, runtime.GOOS))
 	return m
+}
+
+// aclMeaning is what doctor says about who else can read a file: the probe
+// looks for POSIX ACLs, which macOS does not have; its extended ACLs are
+// another mechanism the probe does not see, so there "no POSIX ACLs" must
+// not read as "the mode bits decide".
+func aclMeaning(posix bool, goos string) string {
+	switch {
+	case goos == "darwin":
+		return "macOS extended ACLs (chmod +a, shown by ls -le) can grant access beyond the mode bits: mode 0600 alone does not prove a file is owner-only. The store removes and verifies them on what it creates; other files are not checked."
+	case posix:
+		return "POSIX ACLs are supported: mode 0600 alone does not prove a file is owner-only here; an ACL entry can grant access too, so owner-only checks must clear and verify ACLs."
+	}
+	return "no POSIX ACLs: the mode bits alone decide who can read a file here."
 }
 
 func writeHostIdentity(w io.Writer, configRoot string) {
