@@ -53,6 +53,8 @@ type config struct {
 	opTimeout time.Duration
 	host      *liveness.HostIdentity
 	root      string
+	// allowEmpty lets Update write an empty value (WithAllowEmpty).
+	allowEmpty bool
 }
 
 // Option configures a Client.
@@ -89,6 +91,13 @@ func WithHostIdentity(h liveness.HostIdentity) Option { return func(c *config) {
 // WithConfigRoot names the directory holding machine-identity.secret, the
 // source of the host id in holder metadata.
 func WithConfigRoot(dir string) Option { return func(c *config) { c.root = dir } }
+
+// WithAllowEmpty lets Update commit an empty value when its function
+// returns no bytes. Without it such an Update writes nothing and fails
+// with an error satisfying errors.Is(err, statelock.ErrEmptyResult), as
+// the file backend does: an empty result is nearly always a bug that
+// would wipe the state. (The CLI's --allow-empty.)
+func WithAllowEmpty(on bool) Option { return func(c *config) { c.allowEmpty = on } }
 
 // Client takes exactfs locks on one etcd cluster. It shares one session
 // lease among the locks it holds, granting a new one when the old one

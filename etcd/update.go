@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -50,6 +51,10 @@ func (l *Lock) Update(ctx context.Context, fn func(old []byte) ([]byte, error)) 
 // be unchanged. If fn fails, nothing is written, the lock is released, and
 // fn's error is returned. If the lock was lost before the commit, nothing
 // is written and the error matches locker.ErrLost; fn is not called again.
+// As with the file backend, fn returning statelock.ErrNoChange (or an
+// error wrapping it) writes nothing and UpdateCommit returns a Commit
+// without a Revision and nil; fn returning no bytes writes nothing and
+// fails with statelock.ErrEmptyResult unless WithAllowEmpty(true).
 func (l *Lock) UpdateCommit(ctx context.Context, fn func(old []byte) ([]byte, error)) (Commit, error) {
 	return l.UpdateHeld(ctx, func(_ *Held, old []byte) ([]byte, error) { return fn(old) })
 }
@@ -64,6 +69,16 @@ func (l *Lock) UpdateHeld(ctx context.Context, fn func(h *Held, old []byte) ([]b
 	}
 	c := Commit{Token: h.rev, Acquired: h.acquired, Read: h.stateRev}
 	out, ferr := fn(h, h.state)
+	switch {
+	case errors.Is(ferr, statelock.ErrNoChange):
+		// The file backend's "leave it as it is": nothing is written, the
+		// lock is released, and the caller is told nil.
+		return c, h.Unlock()
+	case ferr == nil && len(out) == 0 && !h.l.c.cfg.allowEmpty:
+		ferr = fmt.Errorf("update of %s: the update function returned no bytes, which would leave an empty value; "+
+			"the key was left untouched (return statelock.ErrNoChange to write nothing, or pass WithAllowEmpty(true) "+
+			"to write an empty value): %w", h.l.key, statelock.ErrEmptyResult)
+	}
 	if ferr != nil {
 		if uerr := h.Unlock(); uerr != nil {
 			return c, errors.Join(ferr, uerr)

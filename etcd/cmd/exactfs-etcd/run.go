@@ -351,7 +351,10 @@ func prepare(e *env, f *lockFlags, args []string) (*etcd.Client, *etcd.Lock, *et
 	if w := f.wait(); w > 0 && w+250*time.Millisecond < reach {
 		reach = w + 250*time.Millisecond
 	}
-	c, l, t, err := connect(e, &f.clusterFlags, u, reach, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d))
+	// --allow-empty is update's (the library refuses an empty result by
+	// default, as the CLI does; its own check names CMD's stdout).
+	c, l, t, err := connect(e, &f.clusterFlags, u, reach, etcd.WithWait(f.wait()), etcd.WithLockDelay(f.lockDelay.d),
+		etcd.WithAllowEmpty(f.allowEmpty))
 	return c, l, t, argv, err
 }
 
