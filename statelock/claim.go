@@ -78,7 +78,9 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 	h, ok, err := l.reuseSidecar(rec)
 	if !ok && err == nil {
 		l.replayDue = true
-		h, busy, err = l.takeRecord(l.sidecar, rec, true)
+		if err = l.claimDurable(); err == nil {
+			h, busy, err = l.takeRecord(l.sidecar, rec, true)
+		}
 	}
 	if h != nil && l.replayDue {
 		// Off the steady state only: a reclaimer killed after detaching a
@@ -101,6 +103,24 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		return nil, busy, err
 	}
 	return h, nil, nil
+}
+
+// claimDurable makes the claim directory we just made durable before our
+// record is written into the sidecar (SPEC §4.3: no order of write-back
+// may leave "no claim directory, sidecar not a tombstone"). Without it a
+// power cut can keep the sidecar's new bytes and lose the mkdir, and the
+// reference then fails on every call until an exactfs process heals the
+// sidecar (the model found it: internal/model). The steady state never
+// gets here: its taker leaves the sidecar a tombstone (§4.8.4).
+func (l *locker) claimDurable() error {
+	if err := fault(hook.LockClaimDirSync, l.path(l.claim)); err != nil {
+		return fmt.Errorf("taking the transition claim: making %s durable before its sidecar is written: %w", l.path(l.claim), err)
+	}
+	hook.Fire(hook.LockClaimDirSync, l.path(l.claim))
+	if err := l.dir.Sync(); err != nil {
+		return fmt.Errorf("taking the transition claim: making %s durable before its sidecar is written: %w", l.path(l.claim), err)
+	}
+	return nil
 }
 
 // releaseClaim gives the claim back: the sidecar becomes a tombstone (in

@@ -2,8 +2,10 @@ package statelock
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,6 +148,81 @@ func TestClaimKeptTakerKilled(t *testing.T) {
 		t.Fatalf("the killed taker's sidecar: %v %v, want the tombstone it found", r, err)
 	}
 	h, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	assertSteadyState(t, e, true)
+}
+
+// TestClaimDirSyncedBeforeSidecarRecord: SPEC §4.3 on the take side. When
+// our record is written into the sidecar (here its first take), the claim
+// directory is made durable first: at the moment of the fsync the
+// directory exists and no byte of ours is in the sidecar. Were the record
+// written first, a power cut could keep it and lose the mkdir, leaving
+// "no claim directory, sidecar not a tombstone", on which the reference
+// fails every call. The fault variant proves the order: when the fsync
+// fails, nothing of ours was written, the claim is given back, and the
+// error says what failed. In the steady state (the sidecar a tombstone
+// kept under our kernel lock) nothing is written, so nothing is synced.
+func TestClaimDirSyncedBeforeSidecarRecord(t *testing.T) {
+	e := newEnv(t)
+	var seen []string
+	restore := hook.Set(hook.LockClaimDirSync, func(string) {
+		_, derr := os.Lstat(e.claim)
+		_, serr := os.Lstat(e.sidecar)
+		seen = append(seen, "claim "+errString(derr)+", sidecar "+errString(serr))
+	})
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !strings.HasPrefix(seen[0], "claim present, sidecar ") || strings.HasSuffix(seen[0], "sidecar present") {
+		t.Fatalf("first take: %q, want one sync with the claim directory present and no sidecar yet", seen)
+	}
+	seen = nil
+	for i := 0; i < 3; i++ {
+		h, err := Lock(context.Background(), e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore()
+	if len(seen) != 0 {
+		t.Fatalf("the steady state synced the claim's directory: %q", seen)
+	}
+
+	// The fault variant, on a fresh lock whose sidecar does not exist yet.
+	e = newEnv(t)
+	f := func(point, path string) error {
+		if point == hook.LockClaimDirSync {
+			return syscall.EIO
+		}
+		return nil
+	}
+	faultAt.Store(&f)
+	_, err = Lock(context.Background(), e.state, e.opts()...)
+	faultAt.Store(nil)
+	if err == nil || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "durable before its sidecar is written") {
+		t.Fatalf("Lock with the claim directory's fsync failing: %v", err)
+	}
+	if b, err := os.ReadFile(e.sidecar); err == nil {
+		if r, perr := ParseRecord(b); perr != nil || !r.Released {
+			t.Fatalf("the sidecar holds bytes written before the claim directory was durable: %q", b)
+		}
+	}
+	if _, err := os.Lstat(e.claim); !os.IsNotExist(err) {
+		t.Fatalf("the claim directory was not given back: %v", err)
+	}
+	h, err = Lock(context.Background(), e.state, e.opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,6 +124,11 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 	}
 	data := rec.Encode()
 	if name == l.sidecar {
+		if err := l.claimDurable(); err != nil {
+			ofdUnlock(f)
+			f.Close()
+			return nil, false, err
+		}
 		if err := overwrite(f, l.path(name), id.Size, old, data); err != nil {
 			ofdUnlock(f)
 			f.Close()

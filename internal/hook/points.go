@@ -129,6 +129,11 @@ const (
 	// stays a tombstone): its tombstone is written and not yet fsynced,
 	// the claim directory is still there.
 	LockClaimSidecarSync = "statelock.claim-sidecar-sync"
+	// LockClaimDirSync fires (and is a fault point) when our record is
+	// about to be written into the sidecar: the claim directory was just
+	// made and the directory holding it is fsynced before any byte of the
+	// record goes into the sidecar (SPEC §4.3, the take side).
+	LockClaimDirSync = "statelock.claim-dir-sync"
 	// LockAfterClaimInspection fires after the stale verdict on a
 	// transition claim, before its re-capture.
 	LockAfterClaimInspection = "statelock.after-claim-inspection"
