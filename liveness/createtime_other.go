@@ -1,3 +1,5 @@
+//go:build !windows
+
 package liveness
 
 // createTime is 0: only Windows records carry a creation time.

@@ -2,6 +2,7 @@ package liveness
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,20 +77,6 @@ func TestWindowsConfigRootParentsFailClosed(t *testing.T) {
 	}
 }
 
-// TestWindowsSelfIsUnsupported: Windows has no process evidence reader yet,
-// so Self reports the pid with the unknown start time (what the TypeScript
-// peers write there) and an error that matches errors.ErrUnsupported, which
-// makes statelock refuse rather than write a record it cannot back.
-func TestWindowsSelfIsUnsupported(t *testing.T) {
-	e, err := Self()
-	if err == nil || !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("Self() = %+v, %v; want an error matching errors.ErrUnsupported", e, err)
-	}
-	if e.Pid != os.Getpid() || e.StartTime != UnknownStartTime || e.StartTimeFormat != "" || e.BootID != "" {
-		t.Fatalf("Self() = %+v, want pid %d and nothing else but the unknown start time", e, os.Getpid())
-	}
-}
-
 // TestWindowsMachineID: the one Windows reader that works today. It must
 // return MachineGuid normalized as the TypeScript peers normalize it
 // (lower case, dashed), the same on every call.
@@ -104,4 +91,33 @@ func TestWindowsMachineID(t *testing.T) {
 	if again, err := MachineID(); err != nil || again != id {
 		t.Fatalf("MachineID() changed: %q then %q, %v", id, again, err)
 	}
+}
+
+// TestWindowsOwnerOnlyChecksFailClosed: the config root and the secret
+// must be proved owner-only before the host id is derived from them. On
+// Windows that is a DACL check, which does not exist yet (issue 22 step
+// 5), so both checks refuse, whatever mode bits Go synthesizes: were they
+// no-ops, LoadHostIdentity would trust a secret anyone could replace as
+// soon as the file primitives work.
+func TestWindowsOwnerOnlyChecksFailClosed(t *testing.T) {
+	dir := t.TempDir()
+	err := checkConfigRootMode(dir, fs.ModeDir|0o700)
+	if err == nil || !errors.Is(err, exactfs.ErrUnsupported) || !strings.Contains(err.Error(), "DACL") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("checkConfigRootMode(%s) = %v, want an unsupported error that names the directory and the DACL check", dir, err)
+	}
+	t.Logf("config root: %v", err)
+	f, err := os.Create(filepath.Join(dir, SecretFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tightenSecretMode(f, fi)
+	if err == nil || !errors.Is(err, exactfs.ErrUnsupported) || !strings.Contains(err.Error(), "DACL") {
+		t.Fatalf("tightenSecretMode = %v, want an unsupported error that names the DACL check", err)
+	}
+	t.Logf("secret: %v", err)
 }
