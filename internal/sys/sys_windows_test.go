@@ -162,6 +162,8 @@ func TestGateFailsClosed(t *testing.T) {
 		"OFDConflict":       func() error { _, _, err := OFDConflict(ff, 1<<39, 1); return err },
 		"ProbeNoWriter":     func() error { return ProbeNoWriter(ff) },
 		"ProbeUnopened":     func() error { return ProbeUnopened(ff) },
+		"OwnerOnly":         func() error { return OwnerOnly(fd, true) },
+		"MakeOwnerOnly":     func() error { return MakeOwnerOnly(fd, true) },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, ErrUnsupported) {
