@@ -2,7 +2,6 @@ package liveness
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -94,19 +94,29 @@ func TestWindowsMachineID(t *testing.T) {
 }
 
 // TestWindowsOwnerOnlyChecksFailClosed: the config root and the secret
-// must be proved owner-only before the host id is derived from them. On
-// Windows that is a DACL check, which does not exist yet (issue 22 step
-// 5), so both checks refuse, whatever mode bits Go synthesizes: were they
-// no-ops, LoadHostIdentity would trust a secret anyone could replace as
-// soon as the file primitives work.
+// must be proved owner-only (on Windows by their DACL, sys.OwnerOnly)
+// before the host id is derived from them. Behind internal/sys's gate both
+// checks refuse, saying why, and the secret is not touched: were they the
+// no-ops they were, LoadHostIdentity would trust a secret anyone could
+// replace as soon as the file primitives work.
 func TestWindowsOwnerOnlyChecksFailClosed(t *testing.T) {
 	dir := t.TempDir()
-	err := checkConfigRootMode(dir, fs.ModeDir|0o700)
-	if err == nil || !errors.Is(err, exactfs.ErrUnsupported) || !strings.Contains(err.Error(), "DACL") || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("checkConfigRootMode(%s) = %v, want an unsupported error that names the directory and the DACL check", dir, err)
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = checkConfigRootHandle(dir, d)
+	if err == nil || !errors.Is(err, sys.ErrUnsupported) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "only its owner") {
+		t.Fatalf("checkConfigRootHandle(%s) = %v, want a refusal that names the directory and says what cannot be proved", dir, err)
 	}
 	t.Logf("config root: %v", err)
-	f, err := os.Create(filepath.Join(dir, SecretFileName))
+	const secretText = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+	file := filepath.Join(dir, SecretFileName)
+	if err := os.WriteFile(file, []byte(secretText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +126,11 @@ func TestWindowsOwnerOnlyChecksFailClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tightenSecretMode(f, fi)
-	if err == nil || !errors.Is(err, exactfs.ErrUnsupported) || !strings.Contains(err.Error(), "DACL") {
-		t.Fatalf("tightenSecretMode = %v, want an unsupported error that names the DACL check", err)
+	if err == nil || !errors.Is(err, sys.ErrUnsupported) || !strings.Contains(err.Error(), "only its owner") {
+		t.Fatalf("tightenSecretMode = %v, want a refusal that says what cannot be proved", err)
 	}
 	t.Logf("secret: %v", err)
+	if b, err := os.ReadFile(file); err != nil || string(b) != secretText {
+		t.Fatalf("the secret changed: %q, %v", b, err)
+	}
 }
