@@ -70,12 +70,20 @@ func checkConfigRootHandle(dir string, f *os.File) error {
 // tightenSecretMode makes an existing secret owner-only, as the Unix
 // version does with chmod 0600 (and the TypeScript peers when they read
 // it), through the handle proved to be a regular file: a secret that is
-// ours but lets others in gets an owner-only DACL; one owned by another
-// account, or with entries this check does not understand, is refused.
+// ours but lets others in gets an owner-only DACL, and so does one owned
+// by the owner this process gives to what it creates (an elevated
+// administrator's files are owned by Administrators, which can read
+// everything anyway); one owned by any other account, or with entries
+// this check does not understand, is refused.
 func tightenSecretMode(f *os.File, _ fs.FileInfo) error {
 	fd := int(f.Fd())
 	err := sys.OwnerOnly(fd, false)
-	if errors.Is(err, sys.ErrACLPresent) {
+	tighten := errors.Is(err, sys.ErrACLPresent)
+	if errors.Is(err, sys.ErrNotOwner) {
+		ours, oerr := sys.OwnedByDefaultOwner(fd)
+		tighten = oerr == nil && ours
+	}
+	if tighten {
 		err = sys.MakeOwnerOnly(fd, false)
 	}
 	switch {

@@ -108,6 +108,52 @@ func currentUser() (*windows.SID, error) {
 	return tu.User.Sid, nil
 }
 
+// defaultOwner is the SID the process token makes the owner of the
+// objects the process creates: the user, or BUILTIN\Administrators for an
+// administrator running elevated (unless policy says otherwise).
+func defaultOwner() (*windows.SID, error) {
+	t := windows.GetCurrentProcessToken()
+	n := uint32(64)
+	for {
+		b := make([]byte, n)
+		err := windows.GetTokenInformation(t, windows.TokenOwner, &b[0], uint32(len(b)), &n)
+		if err == nil {
+			// TOKEN_OWNER is one pointer to a SID inside the same buffer.
+			owner := (*windows.Tokenprimarygroup)(unsafe.Pointer(&b[0])).PrimaryGroup
+			return owner.Copy()
+		}
+		if err != windows.ERROR_INSUFFICIENT_BUFFER || n <= uint32(len(b)) {
+			return nil, fmt.Errorf("reading the process token's default owner: %w", err)
+		}
+	}
+}
+
+// OwnedByDefaultOwner reports whether the object fd is open on (fd needs
+// READ_CONTROL) is owned by the SID this process gives to what it
+// creates: true for what this process, or another of the same user and
+// elevation, created. OwnerOnly refuses an object an elevated process
+// created (its owner is BUILTIN\Administrators, not the user); a caller
+// that would tighten its own file with MakeOwnerOnly asks this first.
+func OwnedByDefaultOwner(fd int) (bool, error) {
+	if !ready {
+		return false, ErrUnsupported
+	}
+	sd, err := windows.GetSecurityInfo(h(fd), windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	if err != nil {
+		return false, errnoOf(err)
+	}
+	def, err := defaultOwner()
+	if err != nil {
+		return false, err
+	}
+	return ownedBy(sd, def), nil
+}
+
+func ownedBy(sd *windows.SECURITY_DESCRIPTOR, sid *windows.SID) bool {
+	owner, _, err := sd.Owner()
+	return err == nil && owner != nil && owner.Equals(sid)
+}
+
 // sidName is a SID as people read it: DOMAIN\account (S-1-...), or the
 // string form alone.
 func sidName(sid *windows.SID) string {

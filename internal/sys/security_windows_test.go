@@ -137,3 +137,37 @@ func TestOwnerOnlyOnDisk(t *testing.T) {
 		t.Fatalf("OwnerOnly(file) after MakeOwnerOnly: %v", err)
 	}
 }
+
+// TestOwnedByDefaultOwner: an object owned by the token's default owner
+// (the user; Administrators when elevated) is recognized, one owned by
+// SYSTEM is not; and (real Windows) a file this process creates is owned
+// by it, which is what lets a caller tighten its own file. Wine
+// synthesizes the owner of every file (the user) whatever the token's
+// default owner is, so the on-disk half needs real Windows.
+func TestOwnedByDefaultOwner(t *testing.T) {
+	def, err := defaultOwner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sddl, want := range map[string]bool{"O:" + def.String(): true, "O:SY": def.String() == "S-1-5-18", "D:P": false} {
+		sd, err := windows.SecurityDescriptorFromString(sddl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ownedBy(sd, def); got != want {
+			t.Errorf("ownedBy(%s, %s) = %v, want %v", sddl, def, got, want)
+		}
+	}
+	skipUnderWine(t, "owners of its own: it synthesizes every file's")
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	create(t, fd, "mine", "x")
+	ff, err := Open(fd, "mine", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(ff)
+	if ok, err := OwnedByDefaultOwner(ff); err != nil || !ok {
+		t.Fatalf("OwnedByDefaultOwner(a file this process created) = %v, %v (default owner %s)", ok, err, sidName(def))
+	}
+}
