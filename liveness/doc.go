@@ -4,7 +4,8 @@
 // A record names its owner by evidence: the pid, the process start
 // time with the format it was read in, the boot it ran in, the host it ran
 // on, and, in records exactfs writes, the inode of a pidfd for the process
-// and the inode of its pid namespace. [Self] collects that evidence for the
+// and the inode of its pid namespace (Linux) or the process creation time
+// (Windows, where the start time is "unknown", as the reference writes it). [Self] collects that evidence for the
 // calling process; [LoadHostIdentity] computes the host id that TypeScript
 // peers compute from the same machine id and installation secret.
 //

@@ -43,6 +43,13 @@ type Evidence struct {
 	PidfdIno uint64
 	// PidNS is the inode of the process's pid namespace.
 	PidNS uint64
+	// CreateTime is the process creation time on Windows (GetProcessTimes,
+	// a FILETIME: 100 ns units since 1601), which with the pid names one
+	// process: Windows frees a pid only when the last handle on its process
+	// is closed, and the next process to get it is created later. It is
+	// evidence the TypeScript peers neither write nor read (they write
+	// start_time "unknown" on Windows); 0 elsewhere.
+	CreateTime uint64
 }
 
 var self = sync.OnceValues(collectSelf)
@@ -75,6 +82,9 @@ func collectSelf() (Evidence, error) {
 	}
 	if ns, err := PidNS(pid); err == nil {
 		e.PidNS = ns
+	}
+	if ct, err := CreateTime(pid); err == nil {
+		e.CreateTime = ct
 	}
 	return e, nil
 }
@@ -114,6 +124,16 @@ func PidfdIno(pid int) (uint64, error) {
 		return 0, err
 	}
 	return pidfdIno(pid)
+}
+
+// CreateTime returns the creation time of pid on Windows (see
+// Evidence.CreateTime). It returns 0 and no error on other systems, so a
+// zero never counts as evidence.
+func CreateTime(pid int) (uint64, error) {
+	if err := checkPid(pid); err != nil {
+		return 0, err
+	}
+	return createTime(pid)
 }
 
 // PidNS returns the inode of the pid namespace of pid, or 0 with an error

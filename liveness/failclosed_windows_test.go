@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -76,20 +77,6 @@ func TestWindowsConfigRootParentsFailClosed(t *testing.T) {
 	}
 }
 
-// TestWindowsSelfIsUnsupported: Windows has no process evidence reader yet,
-// so Self reports the pid with the unknown start time (what the TypeScript
-// peers write there) and an error that matches errors.ErrUnsupported, which
-// makes statelock refuse rather than write a record it cannot back.
-func TestWindowsSelfIsUnsupported(t *testing.T) {
-	e, err := Self()
-	if err == nil || !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("Self() = %+v, %v; want an error matching errors.ErrUnsupported", e, err)
-	}
-	if e.Pid != os.Getpid() || e.StartTime != UnknownStartTime || e.StartTimeFormat != "" || e.BootID != "" {
-		t.Fatalf("Self() = %+v, want pid %d and nothing else but the unknown start time", e, os.Getpid())
-	}
-}
-
 // TestWindowsMachineID: the one Windows reader that works today. It must
 // return MachineGuid normalized as the TypeScript peers normalize it
 // (lower case, dashed), the same on every call.
@@ -103,5 +90,47 @@ func TestWindowsMachineID(t *testing.T) {
 	}
 	if again, err := MachineID(); err != nil || again != id {
 		t.Fatalf("MachineID() changed: %q then %q, %v", id, again, err)
+	}
+}
+
+// TestWindowsOwnerOnlyChecksFailClosed: the config root and the secret
+// must be proved owner-only (on Windows by their DACL, sys.OwnerOnly)
+// before the host id is derived from them. Behind internal/sys's gate both
+// checks refuse, saying why, and the secret is not touched: were they the
+// no-ops they were, LoadHostIdentity would trust a secret anyone could
+// replace as soon as the file primitives work.
+func TestWindowsOwnerOnlyChecksFailClosed(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = checkConfigRootHandle(dir, d)
+	if err == nil || !errors.Is(err, sys.ErrUnsupported) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "only its owner") {
+		t.Fatalf("checkConfigRootHandle(%s) = %v, want a refusal that names the directory and says what cannot be proved", dir, err)
+	}
+	t.Logf("config root: %v", err)
+	const secretText = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+	file := filepath.Join(dir, SecretFileName)
+	if err := os.WriteFile(file, []byte(secretText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tightenSecretMode(f, fi)
+	if err == nil || !errors.Is(err, sys.ErrUnsupported) || !strings.Contains(err.Error(), "only its owner") {
+		t.Fatalf("tightenSecretMode = %v, want a refusal that says what cannot be proved", err)
+	}
+	t.Logf("secret: %v", err)
+	if b, err := os.ReadFile(file); err != nil || string(b) != secretText {
+		t.Fatalf("the secret changed: %q, %v", b, err)
 	}
 }

@@ -61,6 +61,7 @@ type Owner struct {
 	BootID          string
 	PidfdIno        uint64
 	PidNS           uint64
+	CreateTime      uint64 // Windows process creation time (Evidence.CreateTime)
 }
 
 // Owner returns the owner record for e written on the host hostID.
@@ -73,6 +74,7 @@ func (e Evidence) Owner(hostID string) Owner {
 		BootID:          e.BootID,
 		PidfdIno:        e.PidfdIno,
 		PidNS:           e.PidNS,
+		CreateTime:      e.CreateTime,
 	}
 }
 
@@ -96,6 +98,9 @@ type Prober interface {
 	BootID() (string, error)
 	// PidNS returns the inode of the judging process's pid namespace.
 	PidNS() (uint64, error)
+	// CreateTime returns the creation time of pid (Windows), or 0 where
+	// the platform has none.
+	CreateTime(pid int) (uint64, error)
 }
 
 // System is the Prober that asks the running system.
@@ -142,6 +147,9 @@ func (System) BootID() (string, error) { return BootID() }
 // PidNS returns the pid namespace inode of the calling process.
 func (System) PidNS() (uint64, error) { return PidNS(os.Getpid()) }
 
+// CreateTime calls the package function CreateTime.
+func (System) CreateTime(pid int) (uint64, error) { return CreateTime(pid) }
+
 // Judge decides whether recorded owners are gone (see the package
 // documentation for what proves it).
 type Judge struct {
@@ -180,9 +188,11 @@ func unknown(reason string) Judgement { return Judgement{Unknown, reason} }
 //  7. the pid is a zombie: Dead;
 //  8. a recorded pidfd inode other than the live one: Dead; the same one,
 //     in a boot proved the same by rule 4: Alive;
-//  9. a recorded start time other than the live one read in the same
+//  9. a recorded creation time (Windows) other than the live one: Dead;
+//     the same one: Alive;
+//  10. a recorded start time other than the live one read in the same
 //     format: Dead;
-//  10. otherwise Alive (the start time matches, or it is "unknown",
+//  11. otherwise Alive (the start time matches, or it is "unknown",
 //     unreadable, without a format or in a format this host cannot read).
 //
 // Dead is returned only when a probe proved it.
@@ -271,6 +281,22 @@ func (j *Judge) Judge(o Owner) Judgement {
 			if sameBoot {
 				return alive(exists + "; same process (pidfd inode and boot match)")
 			}
+		}
+	}
+
+	// On Windows the creation time names one process with its pid (a pid
+	// is freed only when the last handle on its process closes, and the
+	// next process to get it is created later), so a different one at the
+	// recorded pid proves reuse. An equal one is the same process, or one
+	// created within the same tick of the system clock at the same pid:
+	// Alive, which keeps the lock, the safe side. An unreadable one (an
+	// open refused) is no evidence either way.
+	if o.CreateTime != 0 {
+		if ct, err := p.CreateTime(o.Pid); err == nil && ct != 0 {
+			if ct != o.CreateTime {
+				return dead("pid reused: creation time differs")
+			}
+			return alive(exists + "; same process (creation time matches)")
 		}
 	}
 

@@ -19,6 +19,8 @@ type fakeProbe struct {
 	bootErr   error
 	ns        uint64
 	nsErr     error
+	ct        uint64
+	ctErr     error
 	calls     []string
 }
 
@@ -45,6 +47,11 @@ func (f *fakeProbe) BootID() (string, error) {
 func (f *fakeProbe) PidNS() (uint64, error) {
 	f.calls = append(f.calls, "pidns")
 	return f.ns, f.nsErr
+}
+
+func (f *fakeProbe) CreateTime(int) (uint64, error) {
+	f.calls = append(f.calls, "create")
+	return f.ct, f.ctErr
 }
 
 func (f *fakeProbe) called(name string) bool {
@@ -182,6 +189,61 @@ func TestJudgeRules(t *testing.T) {
 	}
 }
 
+// TestJudgeCreationTime: the rule for the evidence Windows records carry
+// (start_time "unknown", no format, no pidfd, boot id or pid namespace,
+// and the process creation time): a different creation time at the pid
+// proves reuse, an equal one keeps the lock, and one that cannot be read
+// proves nothing. The TypeScript reference's records (no creation time)
+// are judged by the probe alone, as the reference judges them.
+func TestJudgeCreationTime(t *testing.T) {
+	winOwner := func() Owner { return Owner{Pid: 4242, StartTime: UnknownStartTime, HostID: hostA, CreateTime: 500} }
+	for _, tc := range []struct {
+		name      string
+		owner     func(*Owner)
+		probe     func(*fakeProbe)
+		want      Verdict
+		reason    string
+		notCalled []string
+	}{
+		{name: "same process", probe: func(p *fakeProbe) { p.ct = 500 }, want: Alive, reason: "creation time matches"},
+		{name: "pid reused", probe: func(p *fakeProbe) { p.ct = 501 }, want: Dead, reason: "pid reused: creation time differs"},
+		{name: "pid reused, access denied to signal", probe: func(p *fakeProbe) { p.ct = 499; p.signal = syscall.EPERM },
+			want: Dead, reason: "creation time differs"},
+		{name: "no such process", probe: func(p *fakeProbe) { p.ct = 500; p.signal = syscall.ESRCH }, want: Dead,
+			reason: "ESRCH", notCalled: []string{"create"}},
+		{name: "exited, kept by a handle", probe: func(p *fakeProbe) { p.ct = 500; p.zombie = true }, want: Dead,
+			reason: "zombie", notCalled: []string{"create"}},
+		{name: "creation time unreadable", probe: func(p *fakeProbe) { p.ctErr = syscall.EACCES }, want: Alive,
+			reason: "start time unknown"},
+		{name: "no creation time here", probe: func(p *fakeProbe) { p.ct = 0 }, want: Alive, reason: "start time unknown"},
+		{name: "reference record", owner: func(o *Owner) { o.CreateTime = 0 }, probe: func(p *fakeProbe) { p.ct = 501 },
+			want: Alive, reason: "start time unknown", notCalled: []string{"create"}},
+		{name: "reference record, no such process", owner: func(o *Owner) { o.CreateTime = 0 },
+			probe: func(p *fakeProbe) { p.signal = syscall.ESRCH }, want: Dead, reason: "ESRCH"},
+		{name: "foreign host", owner: func(o *Owner) { o.HostID = "host-b" }, probe: func(p *fakeProbe) { p.ct = 501 },
+			want: Alive, reason: "foreign host", notCalled: []string{"create", "signal"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := winOwner()
+			if tc.owner != nil {
+				tc.owner(&o)
+			}
+			p := &fakeProbe{}
+			tc.probe(p)
+			j := Judge{Host: HostIdentity{ID: hostA}, Probe: p}
+			got := j.Judge(o)
+			if got.Verdict != tc.want || !strings.Contains(got.Reason, tc.reason) {
+				t.Fatalf("Judge = %v, want %v (%s); probes called: %v", got, tc.want, tc.reason, p.calls)
+			}
+			for _, n := range tc.notCalled {
+				if p.called(n) {
+					t.Errorf("probe %s was called before the rule that decides; calls: %v", n, p.calls)
+				}
+			}
+		})
+	}
+}
+
 func TestJudgeComparesTheRecordedFormat(t *testing.T) {
 	p := &fakeProbe{start: "Wed Dec  2 12:08:29 2026"}
 	j := Judge{Host: FixedHostIdentity(hostA), Probe: p}
@@ -218,8 +280,8 @@ func TestVerdictZeroValueIsUnknown(t *testing.T) {
 }
 
 func TestEvidenceOwner(t *testing.T) {
-	e := Evidence{Pid: 1, StartTime: "2", StartTimeFormat: FormatLinuxProc, BootID: "b", PidfdIno: 3, PidNS: 4}
-	want := Owner{Pid: 1, StartTime: "2", StartTimeFormat: FormatLinuxProc, HostID: "h", BootID: "b", PidfdIno: 3, PidNS: 4}
+	e := Evidence{Pid: 1, StartTime: "2", StartTimeFormat: FormatLinuxProc, BootID: "b", PidfdIno: 3, PidNS: 4, CreateTime: 5}
+	want := Owner{Pid: 1, StartTime: "2", StartTimeFormat: FormatLinuxProc, HostID: "h", BootID: "b", PidfdIno: 3, PidNS: 4, CreateTime: 5}
 	if got := e.Owner("h"); got != want {
 		t.Fatalf("Owner = %+v", got)
 	}

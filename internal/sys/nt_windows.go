@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/exactfs/exactfs/internal/winpath"
 	"golang.org/x/sys/windows"
 )
 
@@ -89,29 +90,44 @@ const (
 // ntName checks a name that is to be opened relative to a directory handle
 // and returns it as NT wants it. "/" becomes "\"; "." (the directory
 // itself) becomes the empty name, which NT opens as the directory the
-// handle is open on. A ":" is refused: NTFS reads "name:stream" as an
-// alternate data stream of name, an object that is not a file of its own.
-// Everything else goes to NT unchanged and NT judges it: a ".." or "."
-// component is refused (STATUS_OBJECT_NAME_INVALID), and no Win32
-// rewriting happens (no device names, no stripping of trailing dots and
-// spaces).
+// handle is open on. Every other component must pass winpath.CheckName:
+// NT takes a name exactly as given, where Win32 programs (the TypeScript
+// peers among them) strip trailing dots and spaces, open DOS devices for
+// CON, NUL, COM1 and the rest, and read "name:stream" as an alternate data
+// stream of name. A name the two would resolve differently is refused
+// (EINVAL) before any call, never rewritten.
 func ntName(name string) (string, error) {
-	if strings.IndexByte(name, 0) >= 0 || strings.IndexByte(name, ':') >= 0 {
+	if strings.IndexByte(name, 0) >= 0 {
 		return "", syscall.EINVAL
 	}
 	if name == "." {
 		return "", nil
 	}
+	if err := checkComponents(name); err != nil {
+		return "", err
+	}
 	return strings.ReplaceAll(name, "/", `\`), nil
+}
+
+// checkComponents applies winpath.CheckName to every component of p but
+// ".", which names the directory itself.
+func checkComponents(p string) error {
+	for _, c := range splitNT(p) {
+		if c != "." && winpath.CheckName(c) != nil {
+			return syscall.EINVAL
+		}
+	}
+	return nil
 }
 
 // absNTName returns the NT path of an absolute Win32 path, "C:\x" or
 // "\\server\share\x", or ok=false when name is not one. Device paths
 // ("\\?\", "\\.\") are refused: they bypass the rules this package
-// relies on. Like an absolute name given to openat, an absolute name
-// ignores the directory handle; reparse points in its non-final
-// components are followed, as symlinks are in openat's (OpenDirNoSymlinks
-// refuses them).
+// relies on; so is every component (the server and share included) that
+// winpath.CheckName refuses. Like an absolute name given to openat, an
+// absolute name ignores the directory handle; reparse points in its
+// non-final components are followed, as symlinks are in openat's
+// (OpenDirNoSymlinks refuses them).
 func absNTName(name string) (nt string, ok bool, err error) {
 	p := strings.ReplaceAll(name, "/", `\`)
 	switch {
@@ -119,12 +135,12 @@ func absNTName(name string) (nt string, ok bool, err error) {
 		return "", true, syscall.EINVAL
 	case len(p) >= 3 && p[1] == ':' && p[2] == '\\' && isLetter(p[0]):
 		rest := p[3:]
-		if strings.IndexByte(rest, ':') >= 0 || strings.IndexByte(rest, 0) >= 0 {
+		if strings.IndexByte(rest, 0) >= 0 || checkComponents(rest) != nil {
 			return "", true, syscall.EINVAL
 		}
 		return `\??\` + p, true, nil
 	case strings.HasPrefix(p, `\\`):
-		if strings.IndexByte(p, ':') >= 0 || strings.IndexByte(p, 0) >= 0 {
+		if strings.IndexByte(p, 0) >= 0 || checkComponents(p[2:]) != nil {
 			return "", true, syscall.EINVAL
 		}
 		return `\??\UNC\` + p[2:], true, nil

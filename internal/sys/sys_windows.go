@@ -15,10 +15,12 @@ import (
 // before the primitives existed, so exactfs and every package on it keep
 // failing closed on Windows. The primitives below are proven by this
 // package's own tests (which set ready in TestMain, and run under Wine in
-// CI and on real Windows), but the rules above them are not: Win32 path
-// rules (volumes, UNC, reserved names, trailing dots and spaces), the
-// exact unlink by handle, the owner-only DACL and the lock attestation
-// are steps 2-6 of issue 22. Only the step that lands the root package's
+// CI and on real Windows), but the rules above them are not: the root
+// package's handling of Win32 paths (volumes and UNC shares in its walk,
+// and its messages for the names refused here; the rules are in
+// internal/winpath, and every name given to this package already passes
+// winpath.CheckName), the exact unlink by handle, the owner-only DACL and
+// the lock attestation are steps 2-6 of issue 22. Only the step that lands the root package's
 // Windows path rules may set it; nothing else should.
 var ready = false
 

@@ -1,0 +1,97 @@
+package liveness
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// The owner-only rules of the config root and the secret on Windows.
+//
+// On Unix they read and set mode bits (0700, 0600). On Windows permissions
+// are the DACL, and the mode bits Go synthesizes there say nothing about
+// who may write. Owner-only is what sys.OwnerOnly proves: the owner SID is
+// the current user's, and the DACL allows that SID alone (protected from
+// inheritance, for the config root). A secret others could replace would
+// let them make this host's records look foreign (never reclaimed) or
+// another installation's look local.
+//
+// Like the file primitives, these checks sit behind internal/sys's gate:
+// until it opens they refuse, and so does LoadHostIdentity. Wine keeps no
+// DACL, so there they refuse even with the gate open; that they accept
+// what sys.MakeOwnerOnly writes is shown on real Windows only
+// (.ci/wine/needs-real-windows.md).
+
+// chmodDir makes the config root exactfs has just created owner-only: on
+// Windows, by its DACL, whatever mode is asked for (0700 is the only one).
+func chmodDir(d *exactfs.Dir, _ fs.FileMode) error {
+	f, err := d.File()
+	if err != nil {
+		return fmt.Errorf("liveness: creating config root: %w", err)
+	}
+	defer f.Close()
+	if err := sys.MakeOwnerOnly(int(f.Fd()), true); err != nil {
+		return fmt.Errorf("liveness: creating config root %s: making it owner-only: %w", d.Name(), err)
+	}
+	return nil
+}
+
+// checkConfigRoot proves the directory d is bound to owner-only, as it
+// is now.
+func checkConfigRoot(dir string, d *exactfs.Dir) error {
+	f, err := d.File()
+	if err != nil {
+		return fmt.Errorf("liveness: config root: %w", err)
+	}
+	defer f.Close()
+	return checkConfigRootHandle(dir, f)
+}
+
+// checkConfigRootHandle is checkConfigRoot on an open directory. An
+// existing config root that is not owner-only is refused, never repaired:
+// its secret may already be someone else's.
+func checkConfigRootHandle(dir string, f *os.File) error {
+	err := sys.OwnerOnly(int(f.Fd()), true)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sys.ErrNotOwner), errors.Is(err, sys.ErrACLPresent), errors.Is(err, sys.ErrACLUnknown):
+		return fmt.Errorf("liveness: config root %s is not owner-only (%w); "+
+			"give only your own account access to it, through a protected DACL that inherits nothing, "+
+			"or name a config root that does not exist yet, which exactfs creates owner-only", dir, err)
+	}
+	return fmt.Errorf("liveness: config root %s: cannot prove that only its owner may access it: %w", dir, err)
+}
+
+// tightenSecretMode makes an existing secret owner-only, as the Unix
+// version does with chmod 0600 (and the TypeScript peers when they read
+// it), through the handle proved to be a regular file: a secret that is
+// ours but lets others in gets an owner-only DACL, and so does one owned
+// by the owner this process gives to what it creates (an elevated
+// administrator's files are owned by Administrators, which can read
+// everything anyway); one owned by any other account, or with entries
+// this check does not understand, is refused.
+func tightenSecretMode(f *os.File, _ fs.FileInfo) error {
+	fd := int(f.Fd())
+	err := sys.OwnerOnly(fd, false)
+	tighten := errors.Is(err, sys.ErrACLPresent)
+	if errors.Is(err, sys.ErrNotOwner) {
+		ours, oerr := sys.OwnedByDefaultOwner(fd)
+		tighten = oerr == nil && ours
+	}
+	if tighten {
+		err = sys.MakeOwnerOnly(fd, false)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sys.ErrNotOwner), errors.Is(err, sys.ErrACLPresent), errors.Is(err, sys.ErrACLUnknown):
+		return fmt.Errorf("it is not owner-only (%w); restore it from a backup with only your account given access, "+
+			"or delete it to create a new one (this changes the host id)", err)
+	}
+	return fmt.Errorf("cannot prove that only its owner may read it: %w", err)
+}
