@@ -45,7 +45,8 @@
 //   - Ref (a Go process on the reference path, §4.8.5): the same claims,
 //     but with its record written into the sidecar, so the sidecar is
 //     made a tombstone and fsynced before the rmdir (§4.3), and the claim
-//     directory is made durable before its record goes in (see below);
+//     directory is made durable (an fsync of the directory, a step of its
+//     own after mkdir) before its record goes in (see below);
 //     judged by pid; no hand-off, no sticky.
 //   - Old (today's exactfs, before §4.8, on the same directory): the
 //     reference path with §4.7's kernel locks: an OFD lock on its record's
@@ -192,14 +193,19 @@
 // A Go taker on the reference path writes its record into the sidecar; if
 // write-back keeps that record and loses the mkdir (no fsync of the
 // directory after mkdir), a power cut leaves "no claim directory, sidecar
-// a Go record", the T1 state §4.3 forbids (BugRefTakeNoDirSync). §4.3
-// states the fsync for the release only; the model's Ref makes the
-// directory durable after mkdir. The cohort does not need it: its sidecar
-// stays a tombstone. statelock's releaseClaim today writes the sidecar
-// tombstone without an fsync before the rmdir (see its comment), which is
-// BugRmdirBeforeDurableTomb until §4.8.4 lands: TestTodaysClaimReleaseHole
-// prints the power cut that leaves T1 behind (configurations with Old
-// therefore run without power cuts).
+// a Go record", the T1 state §4.3 forbids (BugRefTakeNoDirSync). statelock
+// now does what the model's Ref does (claimDurable, commit 84fcc7c): mkdir
+// (or the spare's rename) is one step, the directory's fsync the next,
+// and only then is a byte of the record written into the sidecar, on both
+// paths that write it (reuseReleased over a tombstone it proved, takeRecord
+// over anything else). A power cut or a crash can fall between mkdir and
+// fsync; the sidecar is still a tombstone there, so nothing is lost. The
+// steady state never gets there: its taker leaves the sidecar a tombstone
+// (§4.8.4) and the cohort does not need the fsync. Old, an exactfs from
+// before §4.8.4 and claimDurable, writes its record without the fsync and
+// releases without fsyncing the tombstone (BugRmdirBeforeDurableTomb):
+// TestTodaysClaimReleaseHole prints the power cut that leaves T1 behind
+// (configurations with Old therefore run without power cuts).
 //
 // # Sizes
 //

@@ -125,7 +125,7 @@ func TestBadVariantsCaught(t *testing.T) {
 			[]string{"sidecar tombstone (NOT fsynced)", "write-back of the claim directory", "POWER CUT"}},
 		{"reference-path record in the sidecar before the claim directory is durable", BugRefTakeNoDirSync,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut,
-			[]string{"our record into the sidecar", "write-back of the sidecar", "POWER CUT"}},
+			[]string{"mkdir claim (not yet durable)", "our record into the sidecar", "write-back of the sidecar", "POWER CUT"}},
 		{"waiter stuck in GRANTING when its granter dies", BugNoGrantRecovery,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand,
 			[]string{"CAS a waiter WAITING->GRANTING", "CRASH"}},
