@@ -32,6 +32,14 @@ const (
 	// BugNoGrantRecovery: a waiter left in GRANTING by a granter that died
 	// before its pwrite keeps waiting for the grant (the prototype's gap).
 	BugNoGrantRecovery
+	// BugDetachLoss: the owner's closing lstat (§4.8.2d) takes a name
+	// that does not name its inode as the lock lost and cancels the
+	// grant at once, instead of looking again while a peer's exact
+	// unlink has it detached under the claim.
+	BugDetachLoss
+	// BugNoClosingCheck: the owner stores GRANTED without its closing
+	// lstat (§4.8.2d), also when its inode is no longer F.lock.
+	BugNoClosingCheck
 )
 
 // Config is one finite configuration to explore.
@@ -44,6 +52,10 @@ type Config struct {
 	Bugs         Bug
 	MaxStates    int  // give up beyond this many states (0: 20 million)
 	Coverage     bool // count the outcomes taken (Result.Taken)
+
+	// noOwnBytes leaves PropOwnBytes out (a test shows that what it
+	// catches first goes on to two owners).
+	noOwnBytes bool
 }
 
 // Properties the checker reports.
@@ -54,6 +66,8 @@ const (
 	PropGoRelease = "a Go owner's record was changed by someone else while held"
 	PropPowerCut  = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
 	PropStrand    = "a strand: the live Go processes can no longer all finish"
+	PropOwnBytes  = "an owner in its critical section while F.lock does not hold exactly its record"
+	PropPutBack   = "an exact unlink could not put a detached F.lock back: its name was taken"
 )
 
 // Model is a configured checker.
@@ -149,6 +163,9 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			}
 		})
 	}
+	for i := range m.cfg.Procs {
+		m.giveUp(s, i, func(ns *State, what string) { emit(ns, i, what, false) })
+	}
 	if m.cfg.PowerCut {
 		if s.durSide != s.side {
 			ns := *s
@@ -175,6 +192,11 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			ns := *s
 			ns.crashes++
 			q := &ns.p[i]
+			if q.pc == gPwEnd {
+				// A SIGKILL does not split a pwrite of one page: the
+				// copy that started ends.
+				write(&ns, q.hIno, q.gRec)
+			}
 			q.dead = true
 			q.slotI, q.sideL = 0, false
 			q.ino, q.ver, q.hIno, q.hVer, q.sSnap, q.dSnap, q.tgt, q.after, q.next = 0, 0, 0, 0, 0, 0, 0, 0, 0
@@ -212,6 +234,9 @@ func (m *Model) violated(s *State) (prop, detail string) {
 		}
 		if p.pc == gCS || p.pc == tCS || p.pc == gSticky {
 			owners = append(owners, fmt.Sprintf("P%d", i))
+			if !m.cfg.noOwnBytes && (s.lock == 0 || s.lock != p.hIno || s.ino[s.lock].c != m.myRec(s, i)) {
+				return PropOwnBytes, fmt.Sprintf("P%d owns, and F.lock is %s", i, m.lockString(s))
+			}
 		}
 		if p.fail {
 			if m.cfg.Procs[i] == TS {
@@ -225,6 +250,9 @@ func (m *Model) violated(s *State) (prop, detail string) {
 				return PropTombstone, fmt.Sprintf("P%d is handing F.lock to P%d and F.lock is a tombstone", i, p.tgt-1)
 			}
 		}
+	}
+	if s.lost {
+		return PropPutBack, "a live record stays detached under a quarantine name"
 	}
 	if len(owners) > 1 {
 		return PropMutex, "owners at once: " + strings.Join(owners, ", ")

@@ -112,11 +112,14 @@ func TestBadVariantsCaught(t *testing.T) {
 		steps []string // the mechanism: steps the counterexample must take
 	}{
 		{"hand-off without the waiter's slot check", BugNoSlotCheck,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropMutex,
-			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "exact unlink of the judged snapshot"}},
+			// The waiter enters on a record a judge found dead; the exact
+			// unlink then leaves it owning without its record, the step
+			// before a second owner (PropOwnBytes is checked first).
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
+			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "granted: our exact bytes", "exact unlink of the judged snapshot"}},
 		{"slot number reused by a later process", BugSlotReuse,
 			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand,
-			[]string{"starts again as a new process", "slot lock on the captured inode", "(then) [grant-pwrite]"}},
+			[]string{"starts again as a new process", "slot lock on the captured inode", "[grant-pwrite] pwrite the waiter's bytes", "(then) [grant-done]"}},
 		{"hand-off through a tombstone without the claim", BugTombstoneHandoff,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone,
 			[]string{"BAD: tombstone first"}},
@@ -129,6 +132,13 @@ func TestBadVariantsCaught(t *testing.T) {
 		{"waiter stuck in GRANTING when its granter dies", BugNoGrantRecovery,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand,
 			[]string{"CAS a waiter WAITING->GRANTING", "CRASH"}},
+		// A TypeScript reclaimer reads the hand-off's pwrite torn (a dead
+		// pid), reads it again the same (the copy stalled) and its exact
+		// unlink removes the inode before the copy ends; the owner grants
+		// anyway and the waiter sits in GRANTED on bytes no name shows.
+		{"hand-off without the owner's closing lstat", BugNoClosingCheck,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropStrand,
+			[]string{"the copy starts", "a torn read of a hand-off names a dead pid", "still the torn snapshot: deleted", "GRANTED"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -159,6 +169,44 @@ func TestBadVariantsCaught(t *testing.T) {
 			t.Logf("correct protocol: %d states, all hold; bad variant caught after %d states:\n%s", good.States, r.States, r.Violation)
 		})
 	}
+}
+
+// TestNoSlotCheckTwoOwners: without the waiter's slot check the owner
+// without its record (TestBadVariantsCaught) becomes two owners.
+func TestNoSlotCheckTwoOwners(t *testing.T) {
+	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugNoSlotCheck, noOwnBytes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropMutex {
+		t.Fatalf("want %q, got %v", PropMutex, r.Violation)
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
+}
+
+// TestDetachLossOnlyCostsLiveness: an owner whose closing lstat (§4.8.2d)
+// takes a transient detach for a lost lock and cancels the grant breaks
+// no property: its bytes are already in the inode, which the detacher
+// puts back, and the waiter, back in WAITING, finds them at its next look
+// (or withdraws, dropping the slot lock that made them alive). What it
+// costs is the wake (and, in statelock, a release error for an operation
+// that completed, if the owner reported one). The variant's step is taken,
+// so the window is reached: an owner at its lstat while a peer's exact
+// unlink has F.lock detached under a live claim.
+func TestDetachLossOnlyCostsLiveness(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugDetachLoss, Coverage: true}
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation != nil {
+		t.Fatalf("concluding loss breaks a property after all:\n%s", r.Violation)
+	}
+	const bad = "go-cohort: BAD: lstat: F.lock is not our inode: the lock is lost, cancel the grant"
+	if r.Taken[bad] == 0 {
+		t.Fatalf("the variant's step %q is never taken: the transient detach is not reached", bad)
+	}
+	t.Logf("%d states, every property holds; the owner concluded loss on a transient detach in %d transitions", r.States, r.Taken[bad])
 }
 
 // TestConfigErrors: a configuration the model cannot represent is an
@@ -219,11 +267,7 @@ func TestTodaysClaimReleaseHole(t *testing.T) {
 // unreachedOutcomes are the outcomes the correct protocol never takes,
 // each with the reason.
 var unreachedOutcomes = map[string]string{
-	"sidecar created (empty)": "runs start in the steady state, where the sidecar exists",
-	"reclaim: exact unlink refused (changed)": "under the claim, a record judged dead does not change before its " +
-		"exact unlink: only a live owner hands off; the compare guards against writers the model leaves out " +
-		"(a base writer that takes no claim)",
-	"reclaim: re-capture differs, keep":              "the same, for the reference's re-capture",
+	"sidecar created (empty)":                        "runs start in the steady state, where the sidecar exists",
 	"VIOLATION: our record changed while we held it": "a property violation",
 }
 

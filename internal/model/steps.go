@@ -15,6 +15,7 @@ const (
 	gRCap                   // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
 	gRJudge                 // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
 	gRUnlink                // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
+	gRVerify                // exact unlink of a torn read: the detached inode verified again; delete it or put it back (unlink.go)
 	gRelProve               // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
 	gCRel                   // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
 	gCRmdir                 // ref: rmdir the claim directory
@@ -25,7 +26,8 @@ const (
 	gRel                    // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
 	gCheck                  // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
 	gPwTomb                 // BAD variant 3 only: release to a tombstone before the waiter's record
-	gPwrite                 // owner: one pwrite of the waiter's bytes, padded (§4.8.2c)
+	gPwrite                 // owner: one pwrite of the waiter's bytes, padded (§4.8.2c): the copy starts
+	gPwEnd                  // owner: the same pwrite's copy ends (a reader between the two sees a mix)
 	gGranted                // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
 	gSticky                 // owner keeps F.lock between critical sections (§4.8.3)
 	gFin                    // all acquisitions done
@@ -46,6 +48,7 @@ const (
 	tRCap    // reclaimStaleOwnerRecord: capture
 	tRJudge  // lockOwnerIsAlive: host id, kill(pid,0), start time
 	tRUnlink // re-capture identical, then exact unlink of that snapshot
+	tRVerify // exact unlink of a torn read: the detached inode verified again; delete it or put it back (native exactUnlink)
 	tCS      // critical section
 	tRel     // releaseOwnerLock under the claim: capture == held, prove, truncate
 	tLWrite  // write the tombstone, fsync
@@ -57,14 +60,14 @@ const (
 
 var pcNames = [numPC]string{
 	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gClDurable: "claim-durable", gRefSide: "ref-sidecar",
-	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink",
+	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink", gRVerify: "reclaim-verify",
 	gRelProve: "release-prove", gCRel: "claim-release", gCRmdir: "claim-rmdir", gPub: "wait-publish",
 	gSlot: "wait-slot", gWait: "waiting", gCS: "CRITICAL", gRel: "release", gCheck: "grant-check",
-	gPwTomb: "grant-tombstone", gPwrite: "grant-pwrite", gGranted: "grant-done", gSticky: "sticky", gFin: "finished",
+	gPwTomb: "grant-tombstone", gPwrite: "grant-pwrite", gPwEnd: "grant-pwrite-end", gGranted: "grant-done", gSticky: "sticky", gFin: "finished",
 	tMkdir: "claim-mkdir", tSCap: "sidecar-capture", tSWrite: "sidecar-write", tSRecap: "sidecar-recapture",
 	tAcq: "acquire", tACWrite: "create-write", tAWrite: "rewrite-write", tARecap: "rewrite-recapture",
 	tCRel: "claim-release", tCRWrite: "claim-tombstone", tCRRmdir: "claim-rmdir", tLstat: "lstat",
-	tRCap: "reclaim-capture", tRJudge: "reclaim-judge", tRUnlink: "reclaim-unlink", tCS: "CRITICAL",
+	tRCap: "reclaim-capture", tRJudge: "reclaim-judge", tRUnlink: "reclaim-unlink", tRVerify: "reclaim-verify", tCS: "CRITICAL",
 	tRel: "release", tLWrite: "release-write", tLRecap: "release-recapture", tFin: "finished", tFailed: "FAILED",
 }
 
@@ -406,6 +409,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.pc = s.lock, s.ino[s.lock].ver, gRJudge
 		emit(&ns, "reclaim: capture F.lock")
 	case gRJudge:
+		if s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			// A torn read of a hand-off (§4.8.2c): the mix may parse
+			// and name a slot nobody holds; or be malformed or name a
+			// held slot, and be kept (below).
+			ns2 := *s
+			ns2.p[i].pc = gRUnlink
+			emit(&ns2, "reclaim: a torn read of a hand-off names a slot nobody holds: judged dead")
+		}
 		if s.ino[p.ino].ver == p.ver && m.goDead(s, kind, p.ino, s.ino[p.ino].c) {
 			q.pc = gRUnlink
 			emit(&ns, "reclaim: judged dead")
@@ -414,6 +425,12 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
 		emit(&ns, "reclaim: alive or changed, keep it")
 	case gRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			ns.lock = 0
+			q.pc = gRVerify
+			emit(&ns, "reclaim: exact unlink detaches the torn snapshot to its quarantine name")
+			return
+		}
 		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
 			ns.lock = 0
 			ns.ino[p.ino] = inode{}
@@ -423,6 +440,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		}
 		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
 		emit(&ns, "reclaim: exact unlink refused (changed)")
+	case gRVerify:
+		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
+		if s.ino[p.ino].ver == p.ver {
+			emit(&ns, "reclaim: the detached inode is still the torn snapshot: deleted")
+			return
+		}
+		m.putBack(&ns, p.ino)
+		emit(&ns, "reclaim: the detached inode changed (the pwrite ended): put back, refused")
 	case gRelProve:
 		if s.lock != p.hIno || s.ino[p.hIno].ver != p.hVer {
 			q.fail = true
@@ -497,7 +522,9 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			if !live {
 				q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
 				emit(&ns, "holder gone or F.lock changed: withdraw (CAS WAITING->idle), drop slot lock")
+				return
 			}
+			// (A caller that gives up meanwhile: giveUp, in check.go.)
 		}
 	case gCS:
 		q.done++
@@ -531,11 +558,38 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.pc = gPwrite
 		emit(&ns, "BAD: tombstone first, no claim")
 	case gPwrite:
+		write(&ns, p.hIno, rec{k: kMix, who: p.gRec.who})
+		q.pc = gPwEnd
+		emit(&ns, "pwrite the waiter's bytes over ours, padded: the copy starts")
+	case gPwEnd:
 		write(&ns, p.hIno, p.gRec)
 		q.pc = gGranted
-		emit(&ns, "pwrite the waiter's bytes over ours, padded")
+		emit(&ns, "the pwrite's copy ends: our inode holds exactly the waiter's bytes")
 	case gGranted:
 		w := int(p.tgt - 1)
+		if s.lock != p.hIno && m.cfg.Bugs&BugNoClosingCheck == 0 {
+			// §4.8.2d: F.lock no longer names the inode we wrote. Every
+			// exact unlink runs under the claim; one that detached a
+			// torn read puts the inode back before its taker releases
+			// the claim. So while a live taker holds the claim, look
+			// again (no step: the lstat is repeated); otherwise the
+			// grant failed: cancel it and go.
+			claimLive := s.dir != 0 && s.maker != 0 && aliveInc(s, s.maker-1, s.makerInc)
+			if claimLive && m.cfg.Bugs&BugDetachLoss == 0 {
+				return
+			}
+			if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
+				ns.p[w].mail, ns.p[w].mBy, ns.p[w].mByI = mWaiting, 0, 0
+			}
+			q.slotI = 0
+			m.finishCycle(&ns, i)
+			if claimLive {
+				emit(&ns, "BAD: lstat: F.lock is not our inode: the lock is lost, cancel the grant")
+				return
+			}
+			emit(&ns, "lstat: F.lock is not our inode and no live claim taker will put it back: cancel the grant")
+			return
+		}
 		if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
 			ns.p[w].mail = mGranted
 		}
@@ -726,6 +780,12 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "reclaim: capture F.lock")
 	case tRJudge:
 		c := s.ino[p.ino].c
+		if s.ino[p.ino].ver == p.ver && c.k == kMix {
+			// A torn read of a hand-off may parse with a garbled pid.
+			ns2 := *s
+			ns2.p[i].pc = tRUnlink
+			emit(&ns2, "reclaim: a torn read of a hand-off names a dead pid")
+		}
 		if s.ino[p.ino].ver == p.ver && c.k == kLive && !aliveInc(s, c.who, c.inc) {
 			q.pc = tRUnlink
 			emit(&ns, "reclaim: owner's pid is dead")
@@ -734,6 +794,12 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.next, q.pc = 0, 0, tAcq, tCRel
 		emit(&ns, "reclaim: alive, released (pid 1), malformed or changed: keep")
 	case tRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			ns.lock = 0
+			q.pc = tRVerify
+			emit(&ns, "reclaim: re-captured identical (the pwrite stalled), exact unlink detaches it to its quarantine name")
+			return
+		}
 		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
 			ns.lock = 0
 			ns.ino[p.ino] = inode{}
@@ -743,6 +809,15 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		}
 		reclaimDone(q)
 		emit(&ns, "reclaim: re-capture differs, keep")
+	case tRVerify:
+		if s.ino[p.ino].ver == p.ver {
+			reclaimDone(q)
+			emit(&ns, "reclaim: the detached inode is still the torn snapshot: deleted (removed)")
+			return
+		}
+		m.putBack(&ns, p.ino)
+		reclaimDone(q)
+		emit(&ns, "reclaim: the detached inode changed (the pwrite ended): put back (identity_mismatch)")
 	case tCS:
 		q.done++
 		q.after, q.pc = tRel, tMkdir
@@ -768,6 +843,39 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		q.next, q.pc = tFin, tCRel
 		emit(&ns, "release: re-captured")
 	}
+}
+
+// giveUp is a waiter whose caller's time runs out or whose context ends
+// while it waits: the CAS WAITING->idle, racing the owner's
+// WAITING->GRANTING. When the owner won (GRANTING) the CAS fails and
+// nothing happens here: the waiter waits for the grant's outcome, and one
+// it gets it runs (a caller that gave up enters and releases at once,
+// which the model counts as a critical section: the stricter reading).
+// The acquisition is then tried again (a timeout is a retry). It is the
+// environment's step, like a crash: the Go side must be able to finish
+// without any waiter giving up (else a wait on oneself, BugSlotReuse,
+// would look healed by the timeout).
+func (m *Model) giveUp(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	if m.cfg.Procs[i] != Cohort || p.dead || p.pc != gWait || p.mail != mWaiting {
+		return
+	}
+	ns := *s
+	q := &ns.p[i]
+	q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
+	emit(&ns, "give up (timeout or cancel): CAS WAITING->idle won, drop slot lock, try again")
+}
+
+// putBack returns a detached inode to F.lock's name (unlink.go swapBack;
+// the native primitive likewise). The detacher holds the claim, so no
+// protocol step can have taken the name meanwhile; if one did, the live
+// record would stay detached (residue), which the checker reports.
+func (m *Model) putBack(s *State, ino uint8) {
+	if s.lock != 0 {
+		s.lost = true
+		return
+	}
+	s.lock = ino
 }
 
 // reclaimDone ends a TypeScript reclaim: forget the snapshot, release the
