@@ -279,7 +279,8 @@ func Check(cfg Config) (*Result, error) {
 	}
 	m := &Model{cfg: cfg}
 	init := m.initial()
-	states := []State{init}
+	states := &store{}
+	states.add(&init)
 	index := newStateSet()
 	index.add(states, 0)
 	parent := []int32{-1}
@@ -295,8 +296,8 @@ func Check(cfg Config) (*Result, error) {
 			}
 		}
 	}()
-	for id := 0; id < len(states); id++ {
-		s := states[id]
+	for id := 0; id < states.len(); id++ {
+		s := *states.at(int32(id))
 		for i := range cfg.Procs {
 			if !s.p[i].dead {
 				reached[s.p[i].pc] = true
@@ -318,8 +319,7 @@ func Check(cfg Config) (*Result, error) {
 			}
 			nid := index.find(states, ns)
 			if nid < 0 {
-				nid = int32(len(states))
-				states = append(states, *ns)
+				nid = states.add(ns)
 				index.add(states, nid)
 				parent = append(parent, int32(id))
 				if prop, _ := m.violated(ns); prop != "" {
@@ -333,20 +333,20 @@ func Check(cfg Config) (*Result, error) {
 		})
 		if stop != nil {
 			prop, detail := m.violated(stop)
-			res.States = len(states)
+			res.States = states.len()
 			res.Violation = &Violation{Property: prop, Detail: detail, Trace: m.trace(states, parent, index.find(states, stop))}
 			return res, nil
 		}
-		if len(states) > cfg.MaxStates {
+		if states.len() > cfg.MaxStates {
 			return nil, fmt.Errorf("model: more than %d states; use a smaller configuration", cfg.MaxStates)
 		}
 	}
 	succStart = append(succStart, int32(len(succ)))
-	res.States = len(states)
+	res.States = states.len()
 
 	// Liveness: backwards from the states where every live Go process has
 	// finished, over live steps only.
-	n := len(states)
+	n := states.len()
 	indeg := make([]int32, n+1)
 	for _, t := range succ {
 		indeg[t+1]++
@@ -365,8 +365,8 @@ func Check(cfg Config) (*Result, error) {
 	reach := func(target func(*State) bool) []bool {
 		good := make([]bool, n)
 		queue := []int32{}
-		for i := range states {
-			if target(&states[i]) {
+		for i := 0; i < n; i++ {
+			if target(states.at(int32(i))) {
 				good[i] = true
 				queue = append(queue, int32(i))
 			}
@@ -442,7 +442,7 @@ func (m *Model) goDone(s *State) bool {
 	return true
 }
 
-func (m *Model) trace(states []State, parent []int32, id int32) []Step {
+func (m *Model) trace(states *store, parent []int32, id int32) []Step {
 	ids := []int32{}
 	for x := id; x >= 0; x = parent[x] {
 		ids = append([]int32{x}, ids...)
@@ -451,10 +451,10 @@ func (m *Model) trace(states []State, parent []int32, id int32) []Step {
 }
 
 // steps renders the path ids (consecutive states), naming each step.
-func (m *Model) steps(states []State, ids []int32) []Step {
-	out := []Step{{Proc: -1, State: m.render(&states[ids[0]])}}
+func (m *Model) steps(states *store, ids []int32) []Step {
+	out := []Step{{Proc: -1, State: m.render(states.at(ids[0]))}}
 	for k := 1; k < len(ids); k++ {
-		from, to := states[ids[k-1]], states[ids[k]]
+		from, to := *states.at(ids[k-1]), *states.at(ids[k])
 		st := Step{Proc: -1, What: "?"}
 		m.successors(&from, func(ns *State, proc int, what string, _ bool) {
 			if *ns == to && st.What == "?" {
