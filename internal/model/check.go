@@ -40,6 +40,9 @@ const (
 	// BugNoClosingCheck: the owner stores GRANTED without its closing
 	// lstat (§4.8.2d), also when its inode is no longer F.lock.
 	BugNoClosingCheck
+	// BugEnterNoName: the waiter enters on its bytes through its
+	// descriptor without checking that F.lock still names that inode.
+	BugEnterNoName
 )
 
 // Config is one finite configuration to explore.

@@ -140,6 +140,11 @@
 //     stalled), and its exact unlink deletes the inode before the copy
 //     ends; the owner stores GRANTED, and the waiter sits on bytes that
 //     no name shows: a strand. The closing lstat must cancel such a grant.
+//   - BugEnterNoName: the waiter enters on its bytes through its descriptor
+//     without checking that F.lock still names the inode: it owns while
+//     the inode is detached, or deleted by that same stalled-copy reclaim
+//     (then its release finds its record gone, and anyone may create
+//     F.lock meanwhile: TestEnterNoNameDeletedInode).
 //
 // Not a safety bug, and held to that: BugDetachLoss, an owner that takes a
 // transient detach at its closing lstat for a lost lock and cancels the

@@ -145,6 +145,12 @@ func TestBadVariantsCaught(t *testing.T) {
 		{"hand-off without the owner's closing lstat", BugNoClosingCheck,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropStrand,
 			[]string{"the copy starts", "a torn read of a hand-off names a dead pid", "still the torn snapshot: deleted", "GRANTED"}},
+		// The same torn read: the waiter, finding its bytes through its
+		// descriptor, enters while the inode is detached (and, when the
+		// reclaimer's copy stalled, deleted: TestEnterNoNameTwoOwners).
+		{"waiter enters without checking that the name still names its inode", BugEnterNoName,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
+			[]string{"a torn read of a hand-off names a dead pid", "detaches it to its quarantine name", "BAD: granted: our exact bytes through our descriptor, the name not checked"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -186,6 +192,28 @@ func TestNoSlotCheckTwoOwners(t *testing.T) {
 	}
 	if r.Violation == nil || r.Violation.Property != PropMutex {
 		t.Fatalf("want %q, got %v", PropMutex, r.Violation)
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
+}
+
+// TestEnterNoNameDeletedInode: a waiter that enters on its bytes without
+// checking the name can enter an inode that a reclaimer's exact unlink
+// deleted (its torn read was still what the stalled copy showed): it runs
+// its critical section holding a lock nobody can see, which its release
+// finds out only afterwards (meanwhile anyone may create F.lock).
+func TestEnterNoNameDeletedInode(t *testing.T) {
+	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugEnterNoName, noOwnBytes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropGoRelease {
+		t.Fatalf("want %q, got %v", PropGoRelease, r.Violation)
+	}
+	trace := r.Violation.String()
+	for _, st := range []string{"still the torn snapshot: deleted", "BAD: granted", "[CRITICAL] leave critical section"} {
+		if !strings.Contains(trace, st) {
+			t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+		}
 	}
 	t.Logf("%d states:\n%s", r.States, r.Violation)
 }

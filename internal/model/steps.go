@@ -504,10 +504,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.slotI, q.pc = p.ino, gWait
 		emit(&ns, "slot lock on the captured inode, queue")
 	case gWait:
-		if s.ino[p.slotI].c == p.mRec && s.lock == p.slotI {
+		if s.ino[p.slotI].c == p.mRec && (s.lock == p.slotI || m.cfg.Bugs&BugEnterNoName != 0) {
 			q.hIno, q.hVer = p.slotI, s.ino[p.slotI].ver
 			q.mail, q.mBy, q.mByI, q.ino, q.pc = mIdle, 0, 0, 0, gCS
 			q.noSt = false
+			if s.lock != p.slotI {
+				emit(&ns, "BAD: granted: our exact bytes through our descriptor, the name not checked")
+				return
+			}
 			emit(&ns, "granted: our exact bytes through our descriptor, name still names it")
 			return
 		}
