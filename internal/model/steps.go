@@ -850,7 +850,8 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 }
 
 // giveUp is a waiter whose caller's time runs out or whose context ends
-// while it waits: the CAS WAITING->idle, racing the owner's
+// while it waits (or between publishing its bytes and taking its slot
+// lock): the CAS WAITING->idle, racing the owner's
 // WAITING->GRANTING. When the owner won (GRANTING) the CAS fails and
 // nothing happens here: the waiter waits for the grant's outcome, and one
 // it gets it runs (a caller that gave up enters and releases at once,
@@ -861,7 +862,7 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 // would look healed by the timeout).
 func (m *Model) giveUp(s *State, i int, emit func(ns *State, what string)) {
 	p := &s.p[i]
-	if m.cfg.Procs[i] != Cohort || p.dead || p.pc != gWait || p.mail != mWaiting {
+	if m.cfg.Procs[i] != Cohort || p.dead || (p.pc != gWait && p.pc != gSlot) || p.mail != mWaiting {
 		return
 	}
 	ns := *s
