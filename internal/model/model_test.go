@@ -218,6 +218,38 @@ func TestEnterNoNameDeletedInode(t *testing.T) {
 	t.Logf("%d states:\n%s", r.States, r.Violation)
 }
 
+// TestRefTakeNoDirSyncFailsTypeScript: the take-side fsync's bad variant
+// (TestBadVariantsCaught stops at the state after the cut) goes on, after
+// the reboot, to a TypeScript operation that fails: its mkdir succeeds and
+// it meets the Go record in the sidecar (T1). With the fsync (claimDurable)
+// every TypeScript operation after every cut succeeds or waits for a Go
+// process that heals, and that Go process finishes (TestProtocolHolds).
+func TestRefTakeNoDirSyncFailsTypeScript(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true, noPowerCutProp: true}
+	good, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Violation != nil {
+		t.Fatalf("the correct protocol fails:\n%s", good.Violation)
+	}
+	c.Bugs = BugRefTakeNoDirSync
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropTSFailed {
+		t.Fatalf("want %q, got %v", PropTSFailed, r.Violation)
+	}
+	trace := r.Violation.String()
+	for _, st := range []string{"mkdir claim (not yet durable)", "our record into the sidecar", "write-back of the sidecar", "POWER CUT", "TS FATAL: T1"} {
+		if !strings.Contains(trace, st) {
+			t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+		}
+	}
+	t.Logf("correct protocol: %d states; bad variant:\n%s", good.States, r.Violation)
+}
+
 // TestDetachLossOnlyCostsLiveness: an owner whose closing lstat (§4.8.2d)
 // takes a transient detach for a lost lock and cancels the grant breaks
 // no property: its bytes are already in the inode, which the detacher

@@ -126,7 +126,9 @@ type State struct {
 	sideVer  uint8
 	durSide  rec  // what a power cut keeps of the sidecar
 	durDir   bool // what a power cut keeps of the claim directory
-	cut      bool // a power cut happened (terminal)
+	cut      bool // a power cut happened (and the machine rebooted)
+	cutT1    bool // at the cut: no claim directory, sidecar a Go record
+	oldDir   bool // the claim directory was made before the current boot
 	lost     bool // a detached F.lock could not be put back: its name was taken
 	crashes  uint8
 	restart  uint8
@@ -175,8 +177,14 @@ func (m *Model) render(s *State) string {
 		b.WriteString(" claim=none")
 	}
 	fmt.Fprintf(&b, " sidecar=[%s]", s.side)
-	if m.cfg.PowerCut {
+	if s.oldDir {
+		b.WriteString(" (claim made before this boot)")
+	}
+	if m.cfg.PowerCut && !s.cut {
 		fmt.Fprintf(&b, " durable{claim=%v sidecar=%s}", s.durDir, s.durSide)
+	}
+	if s.cut {
+		b.WriteString(" [after the power cut]")
 	}
 	for i := range m.cfg.Procs {
 		p := &s.p[i]

@@ -174,6 +174,9 @@ func (m *Model) claimStale(s *State) bool {
 			return false // an exactfs taker holds its kernel lock on the sidecar
 		}
 	}
+	if s.oldDir {
+		return true // made before the current boot
+	}
 	makerAlive := s.maker != 0 && aliveInc(s, s.maker-1, s.makerInc)
 	switch s.side.k {
 	case kTomb:
@@ -243,7 +246,7 @@ const fresh = 255
 func (s *State) writeSide(c rec, fsync bool) {
 	s.side = c
 	s.sideVer = fresh
-	if fsync {
+	if fsync && !s.cut {
 		s.durSide = c
 	}
 }
@@ -309,7 +312,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "not a Go cohort owner: evaluate it under the claim")
 	case gClaim:
 		if s.dir == 0 {
-			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = m.allocDir(s), me+1, p.inc, false
 			if kind == Cohort {
 				// mkdir and the sidecar lock: a reclaimer never judges a
 				// claim younger than 1 s, and the lock is taken at once.
@@ -355,7 +358,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 	case gClRemove:
 		q.dSnap, q.sSnap, q.pc = 0, 0, gClaim
 		if s.dir == p.dSnap {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			emit(&ns, "crashed claim: exact tree removal")
 			return
 		}
@@ -365,7 +368,9 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		// and after reuseReleased proved the sidecar a tombstone, before
 		// overwrite writes a byte of our record into it. An fsync of the
 		// directory makes what it names now durable: the claim directory.
-		ns.durDir = s.dir != 0
+		if !s.cut {
+			ns.durDir = s.dir != 0
+		}
 		q.pc = gRefSide
 		emit(&ns, "fsync the directory: the claim directory is durable")
 	case gRefSide:
@@ -461,14 +466,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "release: proved ours, tombstone in place, slot lock dropped")
 	case gCRel:
 		if kind == Cohort {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			q.sideL = false
 			m.afterClaim(&ns, i)
 			emit(&ns, "release claim: rmdir, then drop the sidecar lock")
 			return
 		}
 		if m.cfg.Bugs&BugRefRmdirFirst != 0 {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			q.pc = gCRmdir
 			emit(&ns, "BAD: release claim: rmdir first")
 			return
@@ -493,7 +498,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			emit(&ns, "BAD: then the sidecar tombstone")
 			return
 		}
-		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 		q.sideL = false
 		m.afterClaim(&ns, i)
 		emit(&ns, "release claim: rmdir (then drop any sidecar lock)")
@@ -672,7 +677,7 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 	switch p.pc {
 	case tMkdir:
 		if s.dir == 0 {
-			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = m.allocDir(s), me+1, p.inc, false
 			q.pc = tSCap
 			emit(&ns, "mkdir claim")
 		}
@@ -688,6 +693,18 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 			q.pc = tSWrite
 			emit(&ns, "sidecar created (empty)")
 		default:
+			if s.cut && m.cfg.Procs[s.side.who] == TS {
+				// After a power cut, a sidecar a TypeScript process wrote:
+				// the seed writes its record after mkdir without making
+				// the directory durable, so the reference does this to
+				// itself (not a Go step's doing). withLockPathTransition
+				// removes its claim directory and its operation fails; the
+				// next Go taker heals the sidecar.
+				ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
+				q.pc = tFailed
+				emit(&ns, "TS fails on its own: T1 on a sidecar a TypeScript process wrote before the cut (its mkdir was not durable); rmdir its claim")
+				return
+			}
 			m.fatal(&ns, i, emit, "T1: the sidecar under a fresh claim is not a tombstone (EEXIST escapes)")
 		}
 	case tSWrite:
@@ -753,7 +770,7 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 			m.fatal(&ns, i, emit, "sidecar changed after our tombstone rewrite")
 			return
 		}
-		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 		q.sSnap = 0
 		next := p.next
 		q.next = 0
