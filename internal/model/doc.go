@@ -22,7 +22,11 @@
 //     GRANTED) and the record bytes it published.
 //   - With PowerCut: what is durable of the sidecar and of the claim
 //     directory, written back by kernel steps in any order, fsync making it
-//     immediate; the power cut kills everyone and keeps only that.
+//     immediate; the power cut kills everyone and keeps only that. The
+//     machine then reboots (check.go reboot): a claim directory that
+//     survived was made before this boot (statelock judges it stale), and
+//     the first Go and the first TypeScript process start again for one
+//     more acquisition each, with no further crash or cut.
 //
 // The processes (steps.go; each program counter names one atomic step and
 // the statelock or seed function it stands for):
@@ -95,11 +99,17 @@
 // still free); no TypeScript process reaches a fatal case (with a single
 // TypeScript process, anything that changes its objects is a Go step); no
 // Go owner finds its record changed; after a power cut, never "no claim
-// directory, sidecar a Go record" (T1 for every later TypeScript call).
-// Then on the reachable graph: from every reachable state, some sequence
-// of steps of the live processes (no further crash, and no waiter giving
-// up: a timeout is the environment's, so a wait that only a timeout ends
-// is a strand) lets every live Go process finish. Crashed processes are gone; TypeScript processes may
+// directory, sidecar a Go record" (T1 for every later TypeScript call:
+// checked at the cut, and again by the TypeScript process that runs after
+// the reboot, TestRefTakeNoDirSyncFailsTypeScript). What the reference
+// does to itself is not a Go step's doing: after a cut its own mkdir may
+// be lost and its own sidecar record kept, and then it fails on its own
+// (withLockPathTransition removes its claim directory; Go heals the
+// sidecar). Then on the reachable graph: from every reachable state, some
+// sequence of steps of the live processes (no further crash, and no
+// waiter giving up: a timeout is the environment's, so a wait that only a
+// timeout ends is a strand) lets every live Go process finish, after a
+// power cut too. Crashed processes are gone; TypeScript processes may
 // still move (a Go waiter behind a TypeScript holder needs it to release).
 // This is "can still finish", not fairness: a strand is a state from which
 // the Go side can never finish, whatever the scheduler does. What the
@@ -130,7 +140,8 @@
 //   - BugTombstoneHandoff: a tombstone in F.lock mid-hand-off, which a
 //     TypeScript claim holder may prove and rewrite (T4).
 //   - BugRmdirBeforeDurableTomb, BugRefTakeNoDirSync: a power cut leaves no
-//     claim directory and a Go record in the sidecar (T1 for TypeScript).
+//     claim directory and a Go record in the sidecar (T1 for TypeScript:
+//     its first operation after the reboot fails).
 //   - BugNoGrantRecovery: a waiter whose granter died mid-grant waits
 //     forever: a strand.
 //   - BugRefRmdirFirst: TypeScript takes the claim and meets a Go record in
@@ -240,7 +251,11 @@
 //     or pure fairness.
 //   - Power cut: only the claim directory and the sidecar are tracked;
 //     F.lock after a reboot is dead for every judge (boot id, pids), so
-//     its durable bytes decide nothing about exclusion.
+//     its durable bytes decide nothing about exclusion: the reboot keeps
+//     F.lock as it was at the cut (a record torn mid-copy as malformed),
+//     one of the contents it could have, all judged alike. Only one Go
+//     and one TypeScript process run after it, once each: enough to meet
+//     and heal every disk state a cut leaves, and small.
 //
 // # Found by the model
 //
@@ -263,15 +278,16 @@
 //
 // # Sizes
 //
-// TestProtocolHolds runs 478 166 states in CI (go test: 1.5 s and 48 MB
+// TestProtocolHolds runs 439 620 states in CI (go test: 1.6 s and 47 MB
 // without -race; the whole package under -race about 30 s);
 // EXACTFS_MODEL_LARGE=1 adds configurations of 0.5 to 4.1 million states
 // each (2 Go cohort + 1 TypeScript, 2 acquisitions each, a crash and a
 // restart anywhere; 3 cohort + TypeScript; two crashes; today's exactfs
-// beside the cohort and TypeScript): 10.2 million states, 24 s at load 4
-// and 49 s at load 11 on two cores, 0.95 GB of memory at the peak (the
-// states are stored in chunks, never copied, and the test runs with
-// GOGC=20). Before the hand-off's torn write and the waiter's giving up
-// were modelled: 7.3 million states, 24 to 44 s, 1.7 to 1.9 GB. The tests
-// log the exact counts.
+// beside the cohort and TypeScript; a power cut and the reboot): 9.6
+// million states, 41 to 45 s at load 8 to 9 on two cores, 0.95 GB of
+// memory at the peak (the states are stored in chunks, never copied, and
+// the test runs with GOGC=20). Before the hand-off's torn write, the
+// waiter's giving up and the reboot were modelled: 7.3 million states,
+// 44 to 53 s at the same loads, 1.65 to 1.9 GB. The tests log the exact
+// counts.
 package model
