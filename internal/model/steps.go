@@ -533,7 +533,8 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 				emit(&ns, "holder gone or F.lock changed: withdraw (CAS WAITING->idle), drop slot lock")
 				return
 			}
-			// (A caller that gives up meanwhile: giveUp, in check.go.)
+			// (A caller that gives up meanwhile: giveUp, an environment
+			// step that successors in check.go takes.)
 		}
 	case gCS:
 		q.done++
@@ -870,8 +871,8 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 // while it waits (or between publishing its bytes and taking its slot
 // lock): the CAS WAITING->idle, racing the owner's
 // WAITING->GRANTING. When the owner won (GRANTING) the CAS fails and
-// nothing happens here: the waiter waits for the grant's outcome, and one
-// it gets it runs (a caller that gave up enters and releases at once,
+// nothing happens here: the waiter waits for the grant's outcome, and a
+// grant it gets it runs (a caller that gave up enters and releases at once,
 // which the model counts as a critical section: the stricter reading).
 // The acquisition is then tried again (a timeout is a retry). It is the
 // environment's step, like a crash: the Go side must be able to finish
