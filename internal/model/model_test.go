@@ -312,13 +312,17 @@ func TestEveryStepReached(t *testing.T) {
 	t.Logf("%d distinct steps reached", len(reached))
 }
 
-// TestTodaysClaimReleaseHole records what the model says of today's
-// statelock beside TypeScript across a power cut: its claim release
-// rewrites the sidecar to a tombstone without an fsync before the rmdir
-// (claim.go releaseClaim), so write-back can keep the rmdir and lose the
-// tombstone, and every later TypeScript call fails (T1) until a Go process
-// heals the sidecar. §4.8.4 (the sidecar stays a tombstone) closes it; the
-// cohort configurations of TestProtocolHolds pass the same property.
+// TestTodaysClaimReleaseHole records what the model says of an exactfs
+// from before §4.8.4 and claimDurable (kind Old; "today's" when this test
+// was written) beside TypeScript across a power cut: its claim release
+// rewrites the sidecar to a tombstone without an fsync before the rmdir,
+// and its take writes its record into the sidecar without making the
+// mkdir durable, so write-back can leave no claim directory and its record
+// in the sidecar, and every later TypeScript call fails (T1) until a Go
+// process heals the sidecar. The shortest trace found is the take's.
+// statelock closes both (§4.8.4, the release's fsync, claimDurable); the
+// cohort and reference-path configurations of TestProtocolHolds pass the
+// same property.
 func TestTodaysClaimReleaseHole(t *testing.T) {
 	r, err := Check(Config{Procs: []Kind{Old, TS}, Acquisitions: 1, PowerCut: true})
 	if err != nil {
