@@ -43,6 +43,11 @@ const (
 	// BugEnterNoName: the waiter enters on its bytes through its
 	// descriptor without checking that F.lock still names that inode.
 	BugEnterNoName
+	// BugSidecarUnlinkCreate: a Go taker that meets a dead record (not a
+	// tombstone) in the sidecar under its fresh claim removes it by exact
+	// unlink and creates the sidecar again (statelock's takeRecord full
+	// path today), instead of rewriting it in place.
+	BugSidecarUnlinkCreate
 )
 
 // Config is one finite configuration to explore.
@@ -55,6 +60,11 @@ type Config struct {
 	Bugs         Bug
 	MaxStates    int  // give up beyond this many states (0: 20 million)
 	Coverage     bool // count the outcomes taken (Result.Taken)
+	// DeadSidecar starts with the sidecar holding the record of a process
+	// that is gone, and no claim directory: what a power cut can leave
+	// when the reference's own mkdir was not durable (see reboot), or an
+	// older exactfs's release.
+	DeadSidecar bool
 
 	// noOwnBytes leaves PropOwnBytes out (a test shows that what it
 	// catches first goes on to two owners).
@@ -130,8 +140,14 @@ func (m *Model) initial() State {
 	s.ino[1] = inode{c: rec{k: kTomb}, ver: 1}
 	s.side = rec{k: kTomb}
 	s.sideVer = 1
+	if m.cfg.DeadSidecar {
+		s.side = rec{k: kLive, who: 0, inc: 0} // P0.0 never runs: processes start at incarnation 1
+	}
 	s.durSide = s.side
 	for i, k := range m.cfg.Procs {
+		if m.cfg.DeadSidecar {
+			s.p[i].inc = 1
+		}
 		if k == TS {
 			s.p[i].pc, s.p[i].after = tMkdir, tAcq
 		} else {

@@ -64,6 +64,10 @@ var holding = []Config{
 	// any slot lock as alive). No power cut: see TestTodaysClaimReleaseHole.
 	{Procs: []Kind{Cohort, Old, TS}, Acquisitions: 2},
 	{Procs: []Kind{Cohort, Cohort, Old}, Acquisitions: 1, Crashes: 1},
+	// a dead record in the sidecar outside any claim (what a power cut
+	// can leave), met by Go takers that may crash (no TypeScript process:
+	// it would fail on that sidecar by itself, T1, before any Go step).
+	{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
 }
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
@@ -151,6 +155,12 @@ func TestBadVariantsCaught(t *testing.T) {
 		{"waiter enters without checking that the name still names its inode", BugEnterNoName,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
 			[]string{"a torn read of a hand-off names a dead pid", "detaches it to its quarantine name", "BAD: granted: our exact bytes through our descriptor, the name not checked"}},
+		// statelock's takeRecord today: the dead sidecar is unlinked and
+		// created again; a SIGKILL between leaves a claim directory with
+		// no sidecar, which no automatic rule removes (SPEC §4.3).
+		{"dead sidecar replaced by unlink and create", BugSidecarUnlinkCreate,
+			Config{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true}, PropStrand,
+			[]string{"BAD: exact unlink of the dead sidecar", "CRASH"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -301,8 +311,8 @@ func TestEveryStepReached(t *testing.T) {
 		}
 	}
 	for pc := uint8(0); pc < numPC; pc++ {
-		if pc == gPwTomb || pc == tFailed {
-			continue // bad variant 3; a TypeScript failure
+		if pc == gPwTomb || pc == gSideUnlink || pc == gSideCreate || pc == tFailed {
+			continue // bad variants; a TypeScript failure
 		}
 		k := pcNames[pc] + "@" + kindOf(pc).String()
 		if !reached[k] {

@@ -5,32 +5,34 @@ package model
 // function, for TypeScript) it stands for.
 const (
 	// Go (cohort and reference path).
-	gLook      uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
-	gClaim                  // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
-	gClEntomb               // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
-	gClRemove               // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
-	gClDurable              // reference path: fsync the directory, so the claim directory is durable before our record goes into the sidecar (claim.go claimDurable, called by reuseReleased and takeClaim)
-	gRefSide                // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
-	gTake                   // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
-	gRCap                   // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
-	gRJudge                 // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
-	gRUnlink                // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
-	gRVerify                // exact unlink of a torn read: the detached inode verified again; delete it or put it back (unlink.go)
-	gRelProve               // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
-	gCRel                   // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
-	gCRmdir                 // ref: rmdir the claim directory
-	gPub                    // waiter: publish its exact record bytes in its mailbox slot, state WAITING
-	gSlot                   // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
-	gWait                   // waiter: verify a grant / recover from a dead granter / withdraw
-	gCS                     // critical section (caller's operation)
-	gRel                    // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
-	gCheck                  // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
-	gPwTomb                 // BAD variant 3 only: release to a tombstone before the waiter's record
-	gPwrite                 // owner: one pwrite of the waiter's bytes, padded (§4.8.2c): the copy starts
-	gPwEnd                  // owner: the same pwrite's copy ends (a reader between the two sees a mix)
-	gGranted                // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
-	gSticky                 // owner keeps F.lock between critical sections (§4.8.3)
-	gFin                    // all acquisitions done
+	gLook       uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
+	gClaim                   // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
+	gClEntomb                // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
+	gClRemove                // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
+	gClDurable               // reference path: fsync the directory, so the claim directory is durable before our record goes into the sidecar (claim.go claimDurable, called by reuseReleased and takeClaim)
+	gSideUnlink              // BAD variant only: exact unlink of a dead sidecar under a fresh claim (take.go takeRecord -> reclaimRecord today)
+	gSideCreate              // BAD variant only: create the sidecar again and write it (take.go createRecord)
+	gRefSide                 // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
+	gTake                    // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
+	gRCap                    // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
+	gRJudge                  // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
+	gRUnlink                 // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
+	gRVerify                 // exact unlink of a torn read: the detached inode verified again; delete it or put it back (unlink.go)
+	gRelProve                // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
+	gCRel                    // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
+	gCRmdir                  // ref: rmdir the claim directory
+	gPub                     // waiter: publish its exact record bytes in its mailbox slot, state WAITING
+	gSlot                    // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
+	gWait                    // waiter: verify a grant / recover from a dead granter / withdraw
+	gCS                      // critical section (caller's operation)
+	gRel                     // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
+	gCheck                   // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
+	gPwTomb                  // BAD variant 3 only: release to a tombstone before the waiter's record
+	gPwrite                  // owner: one pwrite of the waiter's bytes, padded (§4.8.2c): the copy starts
+	gPwEnd                   // owner: the same pwrite's copy ends (a reader between the two sees a mix)
+	gGranted                 // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
+	gSticky                  // owner keeps F.lock between critical sections (§4.8.3)
+	gFin                     // all acquisitions done
 
 	// TypeScript reference (seed 003).
 	tMkdir   // withLockPathTransition: mkdir the claim (a claim in the way: nothing, sleep, retry)
@@ -59,7 +61,7 @@ const (
 )
 
 var pcNames = [numPC]string{
-	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gClDurable: "claim-durable", gRefSide: "ref-sidecar",
+	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gClDurable: "claim-durable", gSideUnlink: "sidecar-unlink", gSideCreate: "sidecar-create", gRefSide: "ref-sidecar",
 	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink", gRVerify: "reclaim-verify",
 	gRelProve: "release-prove", gCRel: "claim-release", gCRmdir: "claim-rmdir", gPub: "wait-publish",
 	gSlot: "wait-slot", gWait: "waiting", gCS: "CRITICAL", gRel: "release", gCheck: "grant-check",
@@ -321,6 +323,13 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 					if !m.sideDead(s) {
 						return // a live owner in the sidecar: give the claim back (no change)
 					}
+					if m.cfg.Bugs&BugSidecarUnlinkCreate != 0 {
+						q.pc = gSideUnlink
+						emit(&ns, "BAD: mkdir claim + kernel lock on the sidecar; the sidecar is a dead record")
+						return
+					}
+					// Proved through its descriptor and rewritten in
+					// place: no moment without a sidecar.
 					ns.writeSide(rec{k: kTomb}, true)
 				}
 				q.pc = q.after
@@ -373,6 +382,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		}
 		q.pc = gRefSide
 		emit(&ns, "fsync the directory: the claim directory is durable")
+	case gSideUnlink:
+		ns.side, ns.sideVer = rec{}, fresh
+		q.pc = gSideCreate
+		emit(&ns, "BAD: exact unlink of the dead sidecar (the claim directory has no sidecar now)")
+	case gSideCreate:
+		ns.writeSide(rec{k: kTomb}, true)
+		q.pc = q.after
+		emit(&ns, "BAD: create the sidecar again")
 	case gRefSide:
 		if s.side.k != kTomb && !m.sideDead(s) {
 			return
