@@ -43,6 +43,9 @@ func name(c Config) string {
 	if c.PowerCut {
 		s += "/powercut"
 	}
+	if c.DeadSidecar {
+		s += "/deadsidecar"
+	}
 	return s
 }
 
@@ -67,7 +70,7 @@ var holding = []Config{
 	// a dead record in the sidecar outside any claim (what a power cut
 	// can leave), met by Go takers that may crash (no TypeScript process:
 	// it would fail on that sidecar by itself, T1, before any Go step).
-	{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
+	{Procs: []Kind{Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
 }
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
@@ -79,6 +82,7 @@ var holdingLarge = []Config{
 	{Procs: []Kind{Cohort, Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 2, Restarts: 1},
 	{Procs: []Kind{Cohort, Cohort, Old, TS}, Acquisitions: 1, Crashes: 1},
+	{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
 }
 
 // TestProtocolHolds explores every interleaving of each configuration and
@@ -147,19 +151,19 @@ func TestBadVariantsCaught(t *testing.T) {
 		// unlink removes the inode before the copy ends; the owner grants
 		// anyway and the waiter sits in GRANTED on bytes no name shows.
 		{"hand-off without the owner's closing lstat", BugNoClosingCheck,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropStrand,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1}, PropStrand,
 			[]string{"the copy starts", "a torn read of a hand-off names a dead pid", "still the torn snapshot: deleted", "GRANTED"}},
 		// The same torn read: the waiter, finding its bytes through its
 		// descriptor, enters while the inode is detached (and, when the
 		// reclaimer's copy stalled, deleted: TestEnterNoNameTwoOwners).
 		{"waiter enters without checking that the name still names its inode", BugEnterNoName,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1}, PropOwnBytes,
 			[]string{"a torn read of a hand-off names a dead pid", "detaches it to its quarantine name", "BAD: granted: our exact bytes through our descriptor, the name not checked"}},
 		// statelock's takeRecord today: the dead sidecar is unlinked and
 		// created again; a SIGKILL between leaves a claim directory with
 		// no sidecar, which no automatic rule removes (SPEC §4.3).
 		{"dead sidecar replaced by unlink and create", BugSidecarUnlinkCreate,
-			Config{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true}, PropStrand,
+			Config{Procs: []Kind{Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true}, PropStrand,
 			[]string{"BAD: exact unlink of the dead sidecar", "CRASH"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
@@ -212,7 +216,7 @@ func TestNoSlotCheckTwoOwners(t *testing.T) {
 // its critical section holding a lock nobody can see, which its release
 // finds out only afterwards (meanwhile anyone may create F.lock).
 func TestEnterNoNameDeletedInode(t *testing.T) {
-	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugEnterNoName, noOwnBytes: true})
+	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Bugs: BugEnterNoName, noOwnBytes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +274,7 @@ func TestRefTakeNoDirSyncFailsTypeScript(t *testing.T) {
 // so the window is reached: an owner at its lstat while a peer's exact
 // unlink has F.lock detached under a live claim.
 func TestDetachLossOnlyCostsLiveness(t *testing.T) {
-	c := Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugDetachLoss, Coverage: true}
+	c := Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Bugs: BugDetachLoss, Coverage: true}
 	r, err := Check(c)
 	if err != nil {
 		t.Fatal(err)
