@@ -32,6 +32,22 @@ const (
 	// BugNoGrantRecovery: a waiter left in GRANTING by a granter that died
 	// before its pwrite keeps waiting for the grant (the prototype's gap).
 	BugNoGrantRecovery
+	// BugDetachLoss: the owner's closing lstat (§4.8.2d) takes a name
+	// that does not name its inode as the lock lost and cancels the
+	// grant at once, instead of looking again while a peer's exact
+	// unlink has it detached under the claim.
+	BugDetachLoss
+	// BugNoClosingCheck: the owner stores GRANTED without its closing
+	// lstat (§4.8.2d), also when its inode is no longer F.lock.
+	BugNoClosingCheck
+	// BugEnterNoName: the waiter enters on its bytes through its
+	// descriptor without checking that F.lock still names that inode.
+	BugEnterNoName
+	// BugSidecarUnlinkCreate: a Go taker that meets a dead record (not a
+	// tombstone) in the sidecar under its fresh claim removes it by exact
+	// unlink and creates the sidecar again (statelock's takeRecord full
+	// path today), instead of rewriting it in place.
+	BugSidecarUnlinkCreate
 )
 
 // Config is one finite configuration to explore.
@@ -44,6 +60,18 @@ type Config struct {
 	Bugs         Bug
 	MaxStates    int  // give up beyond this many states (0: 20 million)
 	Coverage     bool // count the outcomes taken (Result.Taken)
+	// DeadSidecar starts with the sidecar holding the record of a process
+	// that is gone, and no claim directory: what a power cut can leave
+	// when the reference's own mkdir was not durable (see reboot), or an
+	// older exactfs's release.
+	DeadSidecar bool
+
+	// noOwnBytes leaves PropOwnBytes out (a test shows that what it
+	// catches first goes on to two owners).
+	noOwnBytes bool
+	// noPowerCutProp leaves PropPowerCut out (a test shows the TypeScript
+	// operation that then fails after the reboot).
+	noPowerCutProp bool
 }
 
 // Properties the checker reports.
@@ -54,6 +82,8 @@ const (
 	PropGoRelease = "a Go owner's record was changed by someone else while held"
 	PropPowerCut  = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
 	PropStrand    = "a strand: the live Go processes can no longer all finish"
+	PropOwnBytes  = "an owner in its critical section while F.lock does not hold exactly its record"
+	PropPutBack   = "an exact unlink could not put a detached F.lock back: its name was taken"
 )
 
 // Model is a configured checker.
@@ -110,8 +140,14 @@ func (m *Model) initial() State {
 	s.ino[1] = inode{c: rec{k: kTomb}, ver: 1}
 	s.side = rec{k: kTomb}
 	s.sideVer = 1
+	if m.cfg.DeadSidecar {
+		s.side = rec{k: kLive, who: 0, inc: 0} // P0.0 never runs: processes start at incarnation 1
+	}
 	s.durSide = s.side
 	for i, k := range m.cfg.Procs {
+		if m.cfg.DeadSidecar {
+			s.p[i].inc = 1
+		}
 		if k == TS {
 			s.p[i].pc, s.p[i].after = tMkdir, tAcq
 		} else {
@@ -130,9 +166,6 @@ func (m *Model) finished(s *State, i int) bool {
 // processes and the kernel's write-back (the steps the liveness property
 // may use); crashes, restarts and the power cut are the environment's.
 func (m *Model) successors(s *State, emit func(ns *State, proc int, what string, live bool)) {
-	if s.cut {
-		return
-	}
 	out := emit
 	emit = func(ns *State, proc int, what string, live bool) {
 		m.canon(ns)
@@ -149,7 +182,10 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			}
 		})
 	}
-	if m.cfg.PowerCut {
+	for i := range m.cfg.Procs {
+		m.giveUp(s, i, func(ns *State, what string) { emit(ns, i, what, false) })
+	}
+	if m.cfg.PowerCut && !s.cut {
 		if s.durSide != s.side {
 			ns := *s
 			ns.durSide = s.side
@@ -160,12 +196,8 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			ns.durDir = s.dir != 0
 			emit(&ns, -1, "write-back of the claim directory's creation/removal", true)
 		}
-		ns := *s
-		ns.cut = true
-		for i := range m.cfg.Procs {
-			ns.p[i].dead = true
-		}
-		emit(&ns, -1, "POWER CUT: every process dies; the disk keeps what was written back", false)
+		ns := m.reboot(s)
+		emit(&ns, -1, "POWER CUT: every process dies; the disk keeps what was written back; reboot", false)
 	}
 	if int(s.crashes) < m.cfg.Crashes {
 		for i := range m.cfg.Procs {
@@ -175,6 +207,11 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			ns := *s
 			ns.crashes++
 			q := &ns.p[i]
+			if q.pc == gPwEnd {
+				// A SIGKILL does not split a pwrite of one page: the
+				// copy that started ends.
+				write(&ns, q.hIno, q.gRec)
+			}
 			q.dead = true
 			q.slotI, q.sideL = 0, false
 			q.ino, q.ver, q.hIno, q.hVer, q.sSnap, q.dSnap, q.tgt, q.after, q.next = 0, 0, 0, 0, 0, 0, 0, 0, 0
@@ -202,6 +239,53 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 	}
 }
 
+// reboot is the world after a power cut in s: the claim directory and the
+// sidecar as written back (a claim directory left is one made before this
+// boot, which every exactfs judge may remove: claim.go inspectClaim);
+// F.lock as it was (whatever it holds is dead after a reboot: its pids and
+// slot locks are gone; a record torn mid-copy is malformed); no kernel
+// locks, no mailbox. Then one Go process (the first) and one TypeScript
+// process (the first) start again, each for one more acquisition, and no
+// crash or second cut follows: every TypeScript operation after the reboot
+// must succeed or wait for a Go process that heals what it meets, and the
+// Go process must finish (the liveness check).
+func (m *Model) reboot(s *State) State {
+	ns := *s
+	ns.cut, ns.crashes, ns.restart = true, uint8(m.cfg.Crashes), uint8(m.cfg.Restarts)
+	ns.cutT1 = !s.durDir && (s.durSide.k == kLive || s.durSide.k == kTorn) && m.cfg.Procs[s.durSide.who] != TS
+	ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
+	if s.durDir {
+		ns.dir, ns.oldDir = 1, true
+	}
+	ns.side, ns.sideVer = s.durSide, fresh
+	ns.durSide, ns.durDir = rec{}, false
+	if ns.lock != 0 && ns.ino[ns.lock].c.k == kMix {
+		ns.ino[ns.lock].c = rec{k: kTorn, who: ns.ino[ns.lock].c.who}
+	}
+	goUp, tsUp := false, false
+	for i, k := range m.cfg.Procs {
+		p := &ns.p[i]
+		up := false
+		switch {
+		case k == TS && !tsUp:
+			up, tsUp = true, true
+		case (k == Cohort || k == Ref) && !goUp:
+			up, goUp = true, true
+		}
+		if !up {
+			*p = proc{dead: true, inc: p.inc, done: p.done}
+			continue
+		}
+		*p = proc{inc: p.inc + 1, done: uint8(m.cfg.Acquisitions - 1)}
+		if k == TS {
+			p.pc, p.after = tMkdir, tAcq
+		} else {
+			p.pc = gLook
+		}
+	}
+	return ns
+}
+
 // violated returns the safety property s breaks, if any.
 func (m *Model) violated(s *State) (prop, detail string) {
 	owners := []string{}
@@ -212,6 +296,9 @@ func (m *Model) violated(s *State) (prop, detail string) {
 		}
 		if p.pc == gCS || p.pc == tCS || p.pc == gSticky {
 			owners = append(owners, fmt.Sprintf("P%d", i))
+			if !m.cfg.noOwnBytes && (s.lock == 0 || s.lock != p.hIno || s.ino[s.lock].c != m.myRec(s, i)) {
+				return PropOwnBytes, fmt.Sprintf("P%d owns, and F.lock is %s", i, m.lockString(s))
+			}
 		}
 		if p.fail {
 			if m.cfg.Procs[i] == TS {
@@ -226,11 +313,14 @@ func (m *Model) violated(s *State) (prop, detail string) {
 			}
 		}
 	}
+	if s.lost {
+		return PropPutBack, "a live record stays detached under a quarantine name"
+	}
 	if len(owners) > 1 {
 		return PropMutex, "owners at once: " + strings.Join(owners, ", ")
 	}
-	if s.cut && !s.durDir && (s.durSide.k == kLive || s.durSide.k == kTorn) && m.cfg.Procs[s.durSide.who] != TS {
-		return PropPowerCut, "after the cut the disk has no claim directory and the sidecar holds " + s.durSide.String()
+	if s.cutT1 && !m.cfg.noPowerCutProp {
+		return PropPowerCut, "after the cut the disk has no claim directory and the sidecar holds " + s.side.String()
 	}
 	return "", ""
 }
@@ -251,7 +341,8 @@ func Check(cfg Config) (*Result, error) {
 	}
 	m := &Model{cfg: cfg}
 	init := m.initial()
-	states := []State{init}
+	states := &store{}
+	states.add(&init)
 	index := newStateSet()
 	index.add(states, 0)
 	parent := []int32{-1}
@@ -267,8 +358,8 @@ func Check(cfg Config) (*Result, error) {
 			}
 		}
 	}()
-	for id := 0; id < len(states); id++ {
-		s := states[id]
+	for id := 0; id < states.len(); id++ {
+		s := *states.at(int32(id))
 		for i := range cfg.Procs {
 			if !s.p[i].dead {
 				reached[s.p[i].pc] = true
@@ -290,8 +381,7 @@ func Check(cfg Config) (*Result, error) {
 			}
 			nid := index.find(states, ns)
 			if nid < 0 {
-				nid = int32(len(states))
-				states = append(states, *ns)
+				nid = states.add(ns)
 				index.add(states, nid)
 				parent = append(parent, int32(id))
 				if prop, _ := m.violated(ns); prop != "" {
@@ -305,20 +395,20 @@ func Check(cfg Config) (*Result, error) {
 		})
 		if stop != nil {
 			prop, detail := m.violated(stop)
-			res.States = len(states)
+			res.States = states.len()
 			res.Violation = &Violation{Property: prop, Detail: detail, Trace: m.trace(states, parent, index.find(states, stop))}
 			return res, nil
 		}
-		if len(states) > cfg.MaxStates {
+		if states.len() > cfg.MaxStates {
 			return nil, fmt.Errorf("model: more than %d states; use a smaller configuration", cfg.MaxStates)
 		}
 	}
 	succStart = append(succStart, int32(len(succ)))
-	res.States = len(states)
+	res.States = states.len()
 
 	// Liveness: backwards from the states where every live Go process has
 	// finished, over live steps only.
-	n := len(states)
+	n := states.len()
 	indeg := make([]int32, n+1)
 	for _, t := range succ {
 		indeg[t+1]++
@@ -337,8 +427,8 @@ func Check(cfg Config) (*Result, error) {
 	reach := func(target func(*State) bool) []bool {
 		good := make([]bool, n)
 		queue := []int32{}
-		for i := range states {
-			if target(&states[i]) {
+		for i := 0; i < n; i++ {
+			if target(states.at(int32(i))) {
 				good[i] = true
 				queue = append(queue, int32(i))
 			}
@@ -399,9 +489,6 @@ func Check(cfg Config) (*Result, error) {
 
 // goDone: every Go process that is alive has finished.
 func (m *Model) goDone(s *State) bool {
-	if s.cut {
-		return true
-	}
 	for i, k := range m.cfg.Procs {
 		if k == TS {
 			continue
@@ -414,7 +501,7 @@ func (m *Model) goDone(s *State) bool {
 	return true
 }
 
-func (m *Model) trace(states []State, parent []int32, id int32) []Step {
+func (m *Model) trace(states *store, parent []int32, id int32) []Step {
 	ids := []int32{}
 	for x := id; x >= 0; x = parent[x] {
 		ids = append([]int32{x}, ids...)
@@ -423,10 +510,10 @@ func (m *Model) trace(states []State, parent []int32, id int32) []Step {
 }
 
 // steps renders the path ids (consecutive states), naming each step.
-func (m *Model) steps(states []State, ids []int32) []Step {
-	out := []Step{{Proc: -1, State: m.render(&states[ids[0]])}}
+func (m *Model) steps(states *store, ids []int32) []Step {
+	out := []Step{{Proc: -1, State: m.render(states.at(ids[0]))}}
 	for k := 1; k < len(ids); k++ {
-		from, to := states[ids[k-1]], states[ids[k]]
+		from, to := *states.at(ids[k-1]), *states.at(ids[k])
 		st := Step{Proc: -1, What: "?"}
 		m.successors(&from, func(ns *State, proc int, what string, _ bool) {
 			if *ns == to && st.What == "?" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,9 @@ func name(c Config) string {
 	if c.PowerCut {
 		s += "/powercut"
 	}
+	if c.DeadSidecar {
+		s += "/deadsidecar"
+	}
 	return s
 }
 
@@ -63,6 +67,10 @@ var holding = []Config{
 	// any slot lock as alive). No power cut: see TestTodaysClaimReleaseHole.
 	{Procs: []Kind{Cohort, Old, TS}, Acquisitions: 2},
 	{Procs: []Kind{Cohort, Cohort, Old}, Acquisitions: 1, Crashes: 1},
+	// a dead record in the sidecar outside any claim (what a power cut
+	// can leave), met by Go takers that may crash (no TypeScript process:
+	// it would fail on that sidecar by itself, T1, before any Go step).
+	{Procs: []Kind{Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
 }
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
@@ -74,6 +82,7 @@ var holdingLarge = []Config{
 	{Procs: []Kind{Cohort, Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 2, Restarts: 1},
 	{Procs: []Kind{Cohort, Cohort, Old, TS}, Acquisitions: 1, Crashes: 1},
+	{Procs: []Kind{Cohort, Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true},
 }
 
 // TestProtocolHolds explores every interleaving of each configuration and
@@ -81,6 +90,11 @@ var holdingLarge = []Config{
 // hand-off, no TypeScript operation failed, no Go record changed under its
 // owner, no power cut that leaves T1 behind, no strand of the Go side.
 func TestProtocolHolds(t *testing.T) {
+	// The states hold no pointers, so a collection costs little, and the
+	// garbage (each transition's copy of a state) would otherwise grow to
+	// the size of the live heap before one runs: the peak of the large
+	// stage is its live heap plus a fifth.
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
 	cfgs := holding
 	if large() {
 		cfgs = append(append([]Config(nil), holding...), holdingLarge...)
@@ -112,11 +126,14 @@ func TestBadVariantsCaught(t *testing.T) {
 		steps []string // the mechanism: steps the counterexample must take
 	}{
 		{"hand-off without the waiter's slot check", BugNoSlotCheck,
-			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropMutex,
-			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "exact unlink of the judged snapshot"}},
+			// The waiter enters on a record a judge found dead; the exact
+			// unlink then leaves it owning without its record, the step
+			// before a second owner (PropOwnBytes is checked first).
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
+			[]string{"pwrite the waiter's bytes", "reclaim: judged dead", "slot lock on the captured inode", "granted: our exact bytes", "exact unlink of the judged snapshot"}},
 		{"slot number reused by a later process", BugSlotReuse,
 			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand,
-			[]string{"starts again as a new process", "slot lock on the captured inode", "(then) [grant-pwrite]"}},
+			[]string{"starts again as a new process", "slot lock on the captured inode", "[grant-pwrite] pwrite the waiter's bytes", "(then) [grant-done]"}},
 		{"hand-off through a tombstone without the claim", BugTombstoneHandoff,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropTombstone,
 			[]string{"BAD: tombstone first"}},
@@ -125,10 +142,29 @@ func TestBadVariantsCaught(t *testing.T) {
 			[]string{"sidecar tombstone (NOT fsynced)", "write-back of the claim directory", "POWER CUT"}},
 		{"reference-path record in the sidecar before the claim directory is durable", BugRefTakeNoDirSync,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true}, PropPowerCut,
-			[]string{"our record into the sidecar", "write-back of the sidecar", "POWER CUT"}},
+			[]string{"mkdir claim (not yet durable)", "our record into the sidecar", "write-back of the sidecar", "POWER CUT"}},
 		{"waiter stuck in GRANTING when its granter dies", BugNoGrantRecovery,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1}, PropStrand,
 			[]string{"CAS a waiter WAITING->GRANTING", "CRASH"}},
+		// A TypeScript reclaimer reads the hand-off's pwrite torn (a dead
+		// pid), reads it again the same (the copy stalled) and its exact
+		// unlink removes the inode before the copy ends; the owner grants
+		// anyway and the waiter sits in GRANTED on bytes no name shows.
+		{"hand-off without the owner's closing lstat", BugNoClosingCheck,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1}, PropStrand,
+			[]string{"the copy starts", "a torn read of a hand-off names a dead pid", "still the torn snapshot: deleted", "GRANTED"}},
+		// The same torn read: the waiter, finding its bytes through its
+		// descriptor, enters while the inode is detached (and, when the
+		// reclaimer's copy stalled, deleted: TestEnterNoNameTwoOwners).
+		{"waiter enters without checking that the name still names its inode", BugEnterNoName,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1}, PropOwnBytes,
+			[]string{"a torn read of a hand-off names a dead pid", "detaches it to its quarantine name", "BAD: granted: our exact bytes through our descriptor, the name not checked"}},
+		// statelock's takeRecord today: the dead sidecar is unlinked and
+		// created again; a SIGKILL between leaves a claim directory with
+		// no sidecar, which no automatic rule removes (SPEC §4.3).
+		{"dead sidecar replaced by unlink and create", BugSidecarUnlinkCreate,
+			Config{Procs: []Kind{Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true}, PropStrand,
+			[]string{"BAD: exact unlink of the dead sidecar", "CRASH"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -161,6 +197,98 @@ func TestBadVariantsCaught(t *testing.T) {
 	}
 }
 
+// TestNoSlotCheckTwoOwners: without the waiter's slot check the owner
+// without its record (TestBadVariantsCaught) becomes two owners.
+func TestNoSlotCheckTwoOwners(t *testing.T) {
+	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugNoSlotCheck, noOwnBytes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropMutex {
+		t.Fatalf("want %q, got %v", PropMutex, r.Violation)
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
+}
+
+// TestEnterNoNameDeletedInode: a waiter that enters on its bytes without
+// checking the name can enter an inode that a reclaimer's exact unlink
+// deleted (its torn read was still what the stalled copy showed): it runs
+// its critical section holding a lock nobody can see, which its release
+// finds out only afterwards (meanwhile anyone may create F.lock).
+func TestEnterNoNameDeletedInode(t *testing.T) {
+	r, err := Check(Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Bugs: BugEnterNoName, noOwnBytes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropGoRelease {
+		t.Fatalf("want %q, got %v", PropGoRelease, r.Violation)
+	}
+	trace := r.Violation.String()
+	for _, st := range []string{"still the torn snapshot: deleted", "BAD: granted", "[CRITICAL] leave critical section"} {
+		if !strings.Contains(trace, st) {
+			t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+		}
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
+}
+
+// TestRefTakeNoDirSyncFailsTypeScript: the take-side fsync's bad variant
+// (TestBadVariantsCaught stops at the state after the cut) goes on, after
+// the reboot, to a TypeScript operation that fails: its mkdir succeeds and
+// it meets the Go record in the sidecar (T1). With the fsync (claimDurable)
+// every TypeScript operation after every cut succeeds or waits for a Go
+// process that heals, and that Go process finishes (TestProtocolHolds).
+func TestRefTakeNoDirSyncFailsTypeScript(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1, PowerCut: true, noPowerCutProp: true}
+	good, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Violation != nil {
+		t.Fatalf("the correct protocol fails:\n%s", good.Violation)
+	}
+	c.Bugs = BugRefTakeNoDirSync
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropTSFailed {
+		t.Fatalf("want %q, got %v", PropTSFailed, r.Violation)
+	}
+	trace := r.Violation.String()
+	for _, st := range []string{"mkdir claim (not yet durable)", "our record into the sidecar", "write-back of the sidecar", "POWER CUT", "TS FATAL: T1"} {
+		if !strings.Contains(trace, st) {
+			t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+		}
+	}
+	t.Logf("correct protocol: %d states; bad variant:\n%s", good.States, r.Violation)
+}
+
+// TestDetachLossOnlyCostsLiveness: an owner whose closing lstat (§4.8.2d)
+// takes a transient detach for a lost lock and cancels the grant breaks
+// no property: its bytes are already in the inode, which the detacher
+// puts back, and the waiter, back in WAITING, finds them at its next look
+// (or withdraws, dropping the slot lock that made them alive). What it
+// costs is the wake (and, in statelock, a release error for an operation
+// that completed, if the owner reported one). The variant's step is taken,
+// so the window is reached: an owner at its lstat while a peer's exact
+// unlink has F.lock detached under a live claim.
+func TestDetachLossOnlyCostsLiveness(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Bugs: BugDetachLoss, Coverage: true}
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation != nil {
+		t.Fatalf("concluding loss breaks a property after all:\n%s", r.Violation)
+	}
+	const bad = "go-cohort: BAD: lstat: F.lock is not our inode: the lock is lost, cancel the grant"
+	if r.Taken[bad] == 0 {
+		t.Fatalf("the variant's step %q is never taken: the transient detach is not reached", bad)
+	}
+	t.Logf("%d states, every property holds; the owner concluded loss on a transient detach in %d transitions", r.States, r.Taken[bad])
+}
+
 // TestConfigErrors: a configuration the model cannot represent is an
 // error that says what is supported.
 func TestConfigErrors(t *testing.T) {
@@ -187,8 +315,8 @@ func TestEveryStepReached(t *testing.T) {
 		}
 	}
 	for pc := uint8(0); pc < numPC; pc++ {
-		if pc == gPwTomb || pc == tFailed {
-			continue // bad variant 3; a TypeScript failure
+		if pc == gPwTomb || pc == gSideUnlink || pc == gSideCreate || pc == tFailed {
+			continue // bad variants; a TypeScript failure
 		}
 		k := pcNames[pc] + "@" + kindOf(pc).String()
 		if !reached[k] {
@@ -198,13 +326,17 @@ func TestEveryStepReached(t *testing.T) {
 	t.Logf("%d distinct steps reached", len(reached))
 }
 
-// TestTodaysClaimReleaseHole records what the model says of today's
-// statelock beside TypeScript across a power cut: its claim release
-// rewrites the sidecar to a tombstone without an fsync before the rmdir
-// (claim.go releaseClaim), so write-back can keep the rmdir and lose the
-// tombstone, and every later TypeScript call fails (T1) until a Go process
-// heals the sidecar. §4.8.4 (the sidecar stays a tombstone) closes it; the
-// cohort configurations of TestProtocolHolds pass the same property.
+// TestTodaysClaimReleaseHole records what the model says of an exactfs
+// from before §4.8.4 and claimDurable (kind Old; "today's" when this test
+// was written) beside TypeScript across a power cut: its claim release
+// rewrites the sidecar to a tombstone without an fsync before the rmdir,
+// and its take writes its record into the sidecar without making the
+// mkdir durable, so write-back can leave no claim directory and its record
+// in the sidecar, and every later TypeScript call fails (T1) until a Go
+// process heals the sidecar. The shortest trace found is the take's.
+// statelock closes both (§4.8.4, the release's fsync, claimDurable); the
+// cohort and reference-path configurations of TestProtocolHolds pass the
+// same property.
 func TestTodaysClaimReleaseHole(t *testing.T) {
 	r, err := Check(Config{Procs: []Kind{Old, TS}, Acquisitions: 1, PowerCut: true})
 	if err != nil {
@@ -219,11 +351,7 @@ func TestTodaysClaimReleaseHole(t *testing.T) {
 // unreachedOutcomes are the outcomes the correct protocol never takes,
 // each with the reason.
 var unreachedOutcomes = map[string]string{
-	"sidecar created (empty)": "runs start in the steady state, where the sidecar exists",
-	"reclaim: exact unlink refused (changed)": "under the claim, a record judged dead does not change before its " +
-		"exact unlink: only a live owner hands off; the compare guards against writers the model leaves out " +
-		"(a base writer that takes no claim)",
-	"reclaim: re-capture differs, keep":              "the same, for the reference's re-capture",
+	"sidecar created (empty)":                        "runs start in the steady state, where the sidecar exists",
 	"VIOLATION: our record changed while we held it": "a property violation",
 }
 

@@ -48,6 +48,12 @@ const (
 	kTomb         // released tombstone (any writer)
 	kLive         // the live record of one incarnation of one process
 	kTorn         // empty or torn: a writer between truncate/create and write
+	// kMix is what a reader sees while a hand-off's pwrite copies the
+	// waiter's bytes over the owner's (§4.8.2c): a mix of both, which may
+	// parse, naming a garbled pid or slot (protocol-perf §4.1b point 3).
+	// It exists only between the pwrite's start and end (gPwEnd); a crash
+	// there completes the copy (one page, already in the page cache).
+	kMix
 )
 
 // rec is the content of a record file. Two writes of the "same" record
@@ -120,7 +126,10 @@ type State struct {
 	sideVer  uint8
 	durSide  rec  // what a power cut keeps of the sidecar
 	durDir   bool // what a power cut keeps of the claim directory
-	cut      bool // a power cut happened (terminal)
+	cut      bool // a power cut happened (and the machine rebooted)
+	cutT1    bool // at the cut: no claim directory, sidecar a Go record
+	oldDir   bool // the claim directory was made before the current boot
+	lost     bool // a detached F.lock could not be put back: its name was taken
 	crashes  uint8
 	restart  uint8
 	p        [maxP]proc
@@ -136,8 +145,18 @@ func (r rec) String() string {
 		return fmt.Sprintf("live record of P%d.%d", r.who, r.inc)
 	case kTorn:
 		return fmt.Sprintf("torn(by P%d)", r.who)
+	case kMix:
+		return fmt.Sprintf("mid-pwrite(P%d's bytes going in)", r.who)
 	}
 	return "?"
+}
+
+// lockString names what F.lock is: absent, or its inode and content.
+func (m *Model) lockString(s *State) string {
+	if s.lock == 0 {
+		return "absent"
+	}
+	return fmt.Sprintf("i%d[%s]", s.lock, s.ino[s.lock].c)
 }
 
 func (m *Model) render(s *State) string {
@@ -158,8 +177,14 @@ func (m *Model) render(s *State) string {
 		b.WriteString(" claim=none")
 	}
 	fmt.Fprintf(&b, " sidecar=[%s]", s.side)
-	if m.cfg.PowerCut {
+	if s.oldDir {
+		b.WriteString(" (claim made before this boot)")
+	}
+	if m.cfg.PowerCut && !s.cut {
 		fmt.Fprintf(&b, " durable{claim=%v sidecar=%s}", s.durDir, s.durSide)
+	}
+	if s.cut {
+		b.WriteString(" [after the power cut]")
 	}
 	for i := range m.cfg.Procs {
 		p := &s.p[i]

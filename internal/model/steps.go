@@ -5,29 +5,34 @@ package model
 // function, for TypeScript) it stands for.
 const (
 	// Go (cohort and reference path).
-	gLook     uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
-	gClaim                 // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
-	gClEntomb              // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
-	gClRemove              // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
-	gRefSide               // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
-	gTake                  // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
-	gRCap                  // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
-	gRJudge                // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
-	gRUnlink               // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
-	gRelProve              // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
-	gCRel                  // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
-	gCRmdir                // ref: rmdir the claim directory
-	gPub                   // waiter: publish its exact record bytes in its mailbox slot, state WAITING
-	gSlot                  // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
-	gWait                  // waiter: verify a grant / recover from a dead granter / withdraw
-	gCS                    // critical section (caller's operation)
-	gRel                   // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
-	gCheck                 // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
-	gPwTomb                // BAD variant 3 only: release to a tombstone before the waiter's record
-	gPwrite                // owner: one pwrite of the waiter's bytes, padded (§4.8.2c)
-	gGranted               // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
-	gSticky                // owner keeps F.lock between critical sections (§4.8.3)
-	gFin                   // all acquisitions done
+	gLook       uint8 = iota // capture F.lock without the claim and route (lock.go look/peek)
+	gClaim                   // mkdir F.lock.transition (cohort: + kernel lock on the sidecar); or inspect a claim in the way (claim.go takeClaim/inspectClaim)
+	gClEntomb                // stale claim: sidecar still as judged, rewrite a dead one to a tombstone, fsync (claim.go sidecarStill/entombSidecar)
+	gClRemove                // stale claim: exact tree removal of the judged directory (claim.go reclaimStaleClaim)
+	gClDurable               // reference path: fsync the directory, so the claim directory is durable before our record goes into the sidecar (claim.go claimDurable, called by reuseReleased and takeClaim)
+	gSideUnlink              // BAD variant only: exact unlink of a dead sidecar under a fresh claim (take.go takeRecord -> reclaimRecord today)
+	gSideCreate              // BAD variant only: create the sidecar again and write it (take.go createRecord)
+	gRefSide                 // reference path: write our record into the sidecar over its tombstone (claim.go takeRecord/reuseSidecar)
+	gTake                    // under the claim: create F.lock whole, or rewrite its tombstone in place (take.go takeRecord/takeTombstone, reuse.go reuseTombstone); slot lock first
+	gRCap                    // under the claim: capture F.lock for a stale reclaim (take.go reclaimRecord)
+	gRJudge                  // judge the captured record (judge.go: slot lock through the descriptor; pid for others)
+	gRUnlink                 // exact unlink of the judged snapshot (take.go reclaimRecord via liveness.Removal)
+	gRVerify                 // exact unlink of a torn read: the detached inode verified again; delete it or put it back (unlink.go)
+	gRelProve                // under the claim: our record is still exactly ours -> tombstone in place, drop slot (lock.go Held.unlock)
+	gCRel                    // release the claim (claim.go releaseClaim): cohort: rmdir + drop sidecar lock; ref: sidecar -> tombstone, fsync
+	gCRmdir                  // ref: rmdir the claim directory
+	gPub                     // waiter: publish its exact record bytes in its mailbox slot, state WAITING
+	gSlot                    // waiter: take its kernel slot lock on the inode it captured (+ queue ticket)
+	gWait                    // waiter: verify a grant / recover from a dead granter / withdraw
+	gCS                      // critical section (caller's operation)
+	gRel                     // owner: choose hand-off (CAS a waiter WAITING->GRANTING), sticky, or reference release
+	gCheck                   // owner: F_OFD_GETLK: the waiter's slot lock is held on our inode (§4.8.2b)
+	gPwTomb                  // BAD variant 3 only: release to a tombstone before the waiter's record
+	gPwrite                  // owner: one pwrite of the waiter's bytes, padded (§4.8.2c): the copy starts
+	gPwEnd                   // owner: the same pwrite's copy ends (a reader between the two sees a mix)
+	gGranted                 // owner: lstat (still this inode, §4.8.2d), drop own slot, store GRANTED, wake
+	gSticky                  // owner keeps F.lock between critical sections (§4.8.3)
+	gFin                     // all acquisitions done
 
 	// TypeScript reference (seed 003).
 	tMkdir   // withLockPathTransition: mkdir the claim (a claim in the way: nothing, sleep, retry)
@@ -45,6 +50,7 @@ const (
 	tRCap    // reclaimStaleOwnerRecord: capture
 	tRJudge  // lockOwnerIsAlive: host id, kill(pid,0), start time
 	tRUnlink // re-capture identical, then exact unlink of that snapshot
+	tRVerify // exact unlink of a torn read: the detached inode verified again; delete it or put it back (native exactUnlink)
 	tCS      // critical section
 	tRel     // releaseOwnerLock under the claim: capture == held, prove, truncate
 	tLWrite  // write the tombstone, fsync
@@ -55,15 +61,15 @@ const (
 )
 
 var pcNames = [numPC]string{
-	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gRefSide: "ref-sidecar",
-	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink",
+	gLook: "look", gClaim: "claim", gClEntomb: "claim-entomb", gClRemove: "claim-remove", gClDurable: "claim-durable", gSideUnlink: "sidecar-unlink", gSideCreate: "sidecar-create", gRefSide: "ref-sidecar",
+	gTake: "take", gRCap: "reclaim-capture", gRJudge: "reclaim-judge", gRUnlink: "reclaim-unlink", gRVerify: "reclaim-verify",
 	gRelProve: "release-prove", gCRel: "claim-release", gCRmdir: "claim-rmdir", gPub: "wait-publish",
 	gSlot: "wait-slot", gWait: "waiting", gCS: "CRITICAL", gRel: "release", gCheck: "grant-check",
-	gPwTomb: "grant-tombstone", gPwrite: "grant-pwrite", gGranted: "grant-done", gSticky: "sticky", gFin: "finished",
+	gPwTomb: "grant-tombstone", gPwrite: "grant-pwrite", gPwEnd: "grant-pwrite-end", gGranted: "grant-done", gSticky: "sticky", gFin: "finished",
 	tMkdir: "claim-mkdir", tSCap: "sidecar-capture", tSWrite: "sidecar-write", tSRecap: "sidecar-recapture",
 	tAcq: "acquire", tACWrite: "create-write", tAWrite: "rewrite-write", tARecap: "rewrite-recapture",
 	tCRel: "claim-release", tCRWrite: "claim-tombstone", tCRRmdir: "claim-rmdir", tLstat: "lstat",
-	tRCap: "reclaim-capture", tRJudge: "reclaim-judge", tRUnlink: "reclaim-unlink", tCS: "CRITICAL",
+	tRCap: "reclaim-capture", tRJudge: "reclaim-judge", tRUnlink: "reclaim-unlink", tRVerify: "reclaim-verify", tCS: "CRITICAL",
 	tRel: "release", tLWrite: "release-write", tLRecap: "release-recapture", tFin: "finished", tFailed: "FAILED",
 }
 
@@ -170,6 +176,9 @@ func (m *Model) claimStale(s *State) bool {
 			return false // an exactfs taker holds its kernel lock on the sidecar
 		}
 	}
+	if s.oldDir {
+		return true // made before the current boot
+	}
 	makerAlive := s.maker != 0 && aliveInc(s, s.maker-1, s.makerInc)
 	switch s.side.k {
 	case kTomb:
@@ -239,7 +248,7 @@ const fresh = 255
 func (s *State) writeSide(c rec, fsync bool) {
 	s.side = c
 	s.sideVer = fresh
-	if fsync {
+	if fsync && !s.cut {
 		s.durSide = c
 	}
 }
@@ -305,7 +314,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "not a Go cohort owner: evaluate it under the claim")
 	case gClaim:
 		if s.dir == 0 {
-			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = m.allocDir(s), me+1, p.inc, false
 			if kind == Cohort {
 				// mkdir and the sidecar lock: a reclaimer never judges a
 				// claim younger than 1 s, and the lock is taken at once.
@@ -314,6 +323,13 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 					if !m.sideDead(s) {
 						return // a live owner in the sidecar: give the claim back (no change)
 					}
+					if m.cfg.Bugs&BugSidecarUnlinkCreate != 0 {
+						q.pc = gSideUnlink
+						emit(&ns, "BAD: mkdir claim + kernel lock on the sidecar; the sidecar is a dead record")
+						return
+					}
+					// Proved through its descriptor and rewritten in
+					// place: no moment without a sidecar.
 					ns.writeSide(rec{k: kTomb}, true)
 				}
 				q.pc = q.after
@@ -326,11 +342,11 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 				emit(&ns, "mkdir claim + kernel lock on the sidecar")
 				return
 			}
-			if m.cfg.Bugs&BugRefTakeNoDirSync == 0 {
-				ns.durDir = true
+			q.pc = gClDurable
+			if m.cfg.Bugs&BugRefTakeNoDirSync != 0 {
+				q.pc = gRefSide
 			}
-			q.pc = gRefSide
-			emit(&ns, "mkdir claim (+ fsync of the directory)")
+			emit(&ns, "mkdir claim (not yet durable)")
 			return
 		}
 		if m.claimStale(s) {
@@ -351,11 +367,29 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 	case gClRemove:
 		q.dSnap, q.sSnap, q.pc = 0, 0, gClaim
 		if s.dir == p.dSnap {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			emit(&ns, "crashed claim: exact tree removal")
 			return
 		}
 		emit(&ns, "crashed claim: removal refused (a new claim)")
+	case gClDurable:
+		// claimDurable: l.dir.Sync() after mkdir (or the spare's rename)
+		// and after reuseReleased proved the sidecar a tombstone, before
+		// overwrite writes a byte of our record into it. An fsync of the
+		// directory makes what it names now durable: the claim directory.
+		if !s.cut {
+			ns.durDir = s.dir != 0
+		}
+		q.pc = gRefSide
+		emit(&ns, "fsync the directory: the claim directory is durable")
+	case gSideUnlink:
+		ns.side, ns.sideVer = rec{}, fresh
+		q.pc = gSideCreate
+		emit(&ns, "BAD: exact unlink of the dead sidecar (the claim directory has no sidecar now)")
+	case gSideCreate:
+		ns.writeSide(rec{k: kTomb}, true)
+		q.pc = q.after
+		emit(&ns, "BAD: create the sidecar again")
 	case gRefSide:
 		if s.side.k != kTomb && !m.sideDead(s) {
 			return
@@ -397,6 +431,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.pc = s.lock, s.ino[s.lock].ver, gRJudge
 		emit(&ns, "reclaim: capture F.lock")
 	case gRJudge:
+		if s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			// A torn read of a hand-off (§4.8.2c): the mix may parse
+			// and name a slot nobody holds; or be malformed or name a
+			// held slot, and be kept (below).
+			ns2 := *s
+			ns2.p[i].pc = gRUnlink
+			emit(&ns2, "reclaim: a torn read of a hand-off names a slot nobody holds: judged dead")
+		}
 		if s.ino[p.ino].ver == p.ver && m.goDead(s, kind, p.ino, s.ino[p.ino].c) {
 			q.pc = gRUnlink
 			emit(&ns, "reclaim: judged dead")
@@ -405,6 +447,12 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
 		emit(&ns, "reclaim: alive or changed, keep it")
 	case gRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			ns.lock = 0
+			q.pc = gRVerify
+			emit(&ns, "reclaim: exact unlink detaches the torn snapshot to its quarantine name")
+			return
+		}
 		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
 			ns.lock = 0
 			ns.ino[p.ino] = inode{}
@@ -414,6 +462,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		}
 		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
 		emit(&ns, "reclaim: exact unlink refused (changed)")
+	case gRVerify:
+		q.ino, q.ver, q.next, q.pc = 0, 0, gLook, gCRel
+		if s.ino[p.ino].ver == p.ver {
+			emit(&ns, "reclaim: the detached inode is still the torn snapshot: deleted")
+			return
+		}
+		m.putBack(&ns, p.ino)
+		emit(&ns, "reclaim: the detached inode changed (the pwrite ended): put back, refused")
 	case gRelProve:
 		if s.lock != p.hIno || s.ino[p.hIno].ver != p.hVer {
 			q.fail = true
@@ -427,14 +483,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "release: proved ours, tombstone in place, slot lock dropped")
 	case gCRel:
 		if kind == Cohort {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			q.sideL = false
 			m.afterClaim(&ns, i)
 			emit(&ns, "release claim: rmdir, then drop the sidecar lock")
 			return
 		}
 		if m.cfg.Bugs&BugRefRmdirFirst != 0 {
-			ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 			q.pc = gCRmdir
 			emit(&ns, "BAD: release claim: rmdir first")
 			return
@@ -459,7 +515,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			emit(&ns, "BAD: then the sidecar tombstone")
 			return
 		}
-		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 		q.sideL = false
 		m.afterClaim(&ns, i)
 		emit(&ns, "release claim: rmdir (then drop any sidecar lock)")
@@ -470,10 +526,14 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.slotI, q.pc = p.ino, gWait
 		emit(&ns, "slot lock on the captured inode, queue")
 	case gWait:
-		if s.ino[p.slotI].c == p.mRec && s.lock == p.slotI {
+		if s.ino[p.slotI].c == p.mRec && (s.lock == p.slotI || m.cfg.Bugs&BugEnterNoName != 0) {
 			q.hIno, q.hVer = p.slotI, s.ino[p.slotI].ver
 			q.mail, q.mBy, q.mByI, q.ino, q.pc = mIdle, 0, 0, 0, gCS
 			q.noSt = false
+			if s.lock != p.slotI {
+				emit(&ns, "BAD: granted: our exact bytes through our descriptor, the name not checked")
+				return
+			}
 			emit(&ns, "granted: our exact bytes through our descriptor, name still names it")
 			return
 		}
@@ -488,7 +548,10 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			if !live {
 				q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
 				emit(&ns, "holder gone or F.lock changed: withdraw (CAS WAITING->idle), drop slot lock")
+				return
 			}
+			// (A caller that gives up meanwhile: giveUp, an environment
+			// step that successors in check.go takes.)
 		}
 	case gCS:
 		q.done++
@@ -522,11 +585,38 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		q.pc = gPwrite
 		emit(&ns, "BAD: tombstone first, no claim")
 	case gPwrite:
+		write(&ns, p.hIno, rec{k: kMix, who: p.gRec.who})
+		q.pc = gPwEnd
+		emit(&ns, "pwrite the waiter's bytes over ours, padded: the copy starts")
+	case gPwEnd:
 		write(&ns, p.hIno, p.gRec)
 		q.pc = gGranted
-		emit(&ns, "pwrite the waiter's bytes over ours, padded")
+		emit(&ns, "the pwrite's copy ends: our inode holds exactly the waiter's bytes")
 	case gGranted:
 		w := int(p.tgt - 1)
+		if s.lock != p.hIno && m.cfg.Bugs&BugNoClosingCheck == 0 {
+			// §4.8.2d: F.lock no longer names the inode we wrote. Every
+			// exact unlink runs under the claim; one that detached a
+			// torn read puts the inode back before its taker releases
+			// the claim. So while a live taker holds the claim, look
+			// again (no step: the lstat is repeated); otherwise the
+			// grant failed: cancel it and go.
+			claimLive := s.dir != 0 && s.maker != 0 && aliveInc(s, s.maker-1, s.makerInc)
+			if claimLive && m.cfg.Bugs&BugDetachLoss == 0 {
+				return
+			}
+			if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
+				ns.p[w].mail, ns.p[w].mBy, ns.p[w].mByI = mWaiting, 0, 0
+			}
+			q.slotI = 0
+			m.finishCycle(&ns, i)
+			if claimLive {
+				emit(&ns, "BAD: lstat: F.lock is not our inode: the lock is lost, cancel the grant")
+				return
+			}
+			emit(&ns, "lstat: F.lock is not our inode and no live claim taker will put it back: cancel the grant")
+			return
+		}
 		if ns.p[w].mail == mGranting && ns.p[w].mBy == me+1 {
 			ns.p[w].mail = mGranted
 		}
@@ -605,7 +695,7 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 	switch p.pc {
 	case tMkdir:
 		if s.dir == 0 {
-			ns.dir, ns.maker, ns.makerInc = m.allocDir(s), me+1, p.inc
+			ns.dir, ns.maker, ns.makerInc, ns.oldDir = m.allocDir(s), me+1, p.inc, false
 			q.pc = tSCap
 			emit(&ns, "mkdir claim")
 		}
@@ -621,6 +711,18 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 			q.pc = tSWrite
 			emit(&ns, "sidecar created (empty)")
 		default:
+			if s.cut && m.cfg.Procs[s.side.who] == TS {
+				// After a power cut, a sidecar a TypeScript process wrote:
+				// the seed writes its record after mkdir without making
+				// the directory durable, so the reference does this to
+				// itself (not a Go step's doing). withLockPathTransition
+				// removes its claim directory and its operation fails; the
+				// next Go taker heals the sidecar.
+				ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
+				q.pc = tFailed
+				emit(&ns, "TS fails on its own: T1 on a sidecar a TypeScript process wrote before the cut (its mkdir was not durable); rmdir its claim")
+				return
+			}
 			m.fatal(&ns, i, emit, "T1: the sidecar under a fresh claim is not a tombstone (EEXIST escapes)")
 		}
 	case tSWrite:
@@ -686,7 +788,7 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 			m.fatal(&ns, i, emit, "sidecar changed after our tombstone rewrite")
 			return
 		}
-		ns.dir, ns.maker, ns.makerInc = 0, 0, 0
+		ns.dir, ns.maker, ns.makerInc, ns.oldDir = 0, 0, 0, false
 		q.sSnap = 0
 		next := p.next
 		q.next = 0
@@ -717,6 +819,12 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		emit(&ns, "reclaim: capture F.lock")
 	case tRJudge:
 		c := s.ino[p.ino].c
+		if s.ino[p.ino].ver == p.ver && c.k == kMix {
+			// A torn read of a hand-off may parse with a garbled pid.
+			ns2 := *s
+			ns2.p[i].pc = tRUnlink
+			emit(&ns2, "reclaim: a torn read of a hand-off names a dead pid")
+		}
 		if s.ino[p.ino].ver == p.ver && c.k == kLive && !aliveInc(s, c.who, c.inc) {
 			q.pc = tRUnlink
 			emit(&ns, "reclaim: owner's pid is dead")
@@ -725,6 +833,12 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		q.ino, q.ver, q.next, q.pc = 0, 0, tAcq, tCRel
 		emit(&ns, "reclaim: alive, released (pid 1), malformed or changed: keep")
 	case tRUnlink:
+		if s.lock == p.ino && s.ino[p.ino].ver == p.ver && s.ino[p.ino].c.k == kMix {
+			ns.lock = 0
+			q.pc = tRVerify
+			emit(&ns, "reclaim: re-captured identical (the pwrite stalled), exact unlink detaches it to its quarantine name")
+			return
+		}
 		if s.lock == p.ino && s.ino[p.ino].ver == p.ver {
 			ns.lock = 0
 			ns.ino[p.ino] = inode{}
@@ -734,6 +848,15 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		}
 		reclaimDone(q)
 		emit(&ns, "reclaim: re-capture differs, keep")
+	case tRVerify:
+		if s.ino[p.ino].ver == p.ver {
+			reclaimDone(q)
+			emit(&ns, "reclaim: the detached inode is still the torn snapshot: deleted (removed)")
+			return
+		}
+		m.putBack(&ns, p.ino)
+		reclaimDone(q)
+		emit(&ns, "reclaim: the detached inode changed (the pwrite ended): put back (identity_mismatch)")
 	case tCS:
 		q.done++
 		q.after, q.pc = tRel, tMkdir
@@ -759,6 +882,40 @@ func (m *Model) stepTS(s *State, i int, emit func(ns *State, what string)) {
 		q.next, q.pc = tFin, tCRel
 		emit(&ns, "release: re-captured")
 	}
+}
+
+// giveUp is a waiter whose caller's time runs out or whose context ends
+// while it waits (or between publishing its bytes and taking its slot
+// lock): the CAS WAITING->idle, racing the owner's
+// WAITING->GRANTING. When the owner won (GRANTING) the CAS fails and
+// nothing happens here: the waiter waits for the grant's outcome, and a
+// grant it gets it runs (a caller that gave up enters and releases at once,
+// which the model counts as a critical section: the stricter reading).
+// The acquisition is then tried again (a timeout is a retry). It is the
+// environment's step, like a crash: the Go side must be able to finish
+// without any waiter giving up (else a wait on oneself, BugSlotReuse,
+// would look healed by the timeout).
+func (m *Model) giveUp(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	if m.cfg.Procs[i] != Cohort || p.dead || (p.pc != gWait && p.pc != gSlot) || p.mail != mWaiting {
+		return
+	}
+	ns := *s
+	q := &ns.p[i]
+	q.mail, q.mRec, q.slotI, q.ino, q.pc = mIdle, rec{}, 0, 0, gLook
+	emit(&ns, "give up (timeout or cancel): CAS WAITING->idle won, drop slot lock, try again")
+}
+
+// putBack returns a detached inode to F.lock's name (unlink.go swapBack;
+// the native primitive likewise). The detacher holds the claim, so no
+// protocol step can have taken the name meanwhile; if one did, the live
+// record would stay detached (residue), which the checker reports.
+func (m *Model) putBack(s *State, ino uint8) {
+	if s.lock != 0 {
+		s.lost = true
+		return
+	}
+	s.lock = ino
 }
 
 // reclaimDone ends a TypeScript reclaim: forget the snapshot, release the
