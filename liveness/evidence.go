@@ -90,7 +90,9 @@ func collectSelf() (Evidence, error) {
 }
 
 // StartTime reads the start time of pid in the format a record should carry
-// on this platform: FormatLinuxProc where /proc is mounted, else FormatPsUTC.
+// on this platform: FormatLinuxProc where /proc is mounted, else FormatPsUTC;
+// on macOS records carry none, so it is UnknownStartTime with an empty
+// format (see startTimeWherePsOnly for why).
 func StartTime(pid int) (value, format string, err error) {
 	if err := checkPid(pid); err != nil {
 		return "", "", err

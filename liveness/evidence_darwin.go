@@ -14,12 +14,13 @@ const pidNamespaces = false
 
 const supported = true
 
-func startTime(pid int) (string, string, error) {
-	v, err := psStartTime(pid)
-	if err != nil {
-		return "", "", err
-	}
-	return v, FormatPsUTC, nil
+// startTime is the start time records written here carry: none
+// (UnknownStartTime), because no ps text is safe from every TypeScript
+// reader (startTimeWherePsOnly says why). Records of earlier builds that
+// carry FormatPsUTC are still compared, through StartTimeAs.
+func startTime(int) (string, string, error) {
+	v, f := startTimeWherePsOnly()
+	return v, f, nil
 }
 
 func procStartTime(int) (string, error) {

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || exactfs_portable
 
 package statelock
 
@@ -19,6 +19,11 @@ func (l *locker) makeClaim() error {
 		l.chownForDir(fd)
 		sys.Close(fd)
 	}
+	// Every claim here is made anew, so each take finishes a removal that
+	// a reclaimer killed after its detach left at claim+".removing", as
+	// claim_linux.go does for a claim it had to mkdir: without this the
+	// detached directory stayed until the next crashed claim.
+	l.replayDue = true
 	return nil
 }
 

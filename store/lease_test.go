@@ -21,6 +21,7 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -347,7 +348,7 @@ func killHolder(t *testing.T, cmd *exec.Cmd, lockPath string) LeaseRecord {
 // expires (it used to stay busy for the whole lease, 60 s by default),
 // while the same holder alive kept it.
 func TestLeaseHolderSIGKILLedIsReclaimedAtOnce(t *testing.T) {
-	if runtime.GOOS != "linux" {
+	if runtime.GOOS != "linux" || sys.Portable {
 		t.Skip("OFD locks are Linux-only; elsewhere the expiry rule applies (TestLeaseHolderSIGKILLedIsReclaimedAfterExpiry)")
 	}
 	dir := locksDir(t)
@@ -379,8 +380,8 @@ func TestLeaseHolderSIGKILLedIsReclaimedAtOnce(t *testing.T) {
 // holds its kernel lock: the attestation says alive, and expiry alone
 // does not steal the lease.
 func TestLeaseFrozenHolderPastExpiryIsNotStolen(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("OFD locks are Linux-only")
+	if runtime.GOOS != "linux" || sys.Portable {
+		t.Skip("OFD locks are Linux-only (and left out of the exactfs_portable build)")
 	}
 	dir := locksDir(t)
 	cmd := startHolder(t, dir, "job", 300*time.Millisecond)
@@ -740,8 +741,8 @@ func TestLeaseFileModeChangedIsRefused(t *testing.T) {
 // shows it) keeps the expiry rule, while the same record naming its own
 // inode is reclaimed at once when no lock is held on it.
 func TestLeaseKernelRuleOnlyOnTheNamedInode(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("OFD locks are Linux-only")
+	if runtime.GOOS != "linux" || sys.Portable {
+		t.Skip("OFD locks are Linux-only (and left out of the exactfs_portable build)")
 	}
 	dir := locksDir(t)
 	l := acquire(t, dir, "job")

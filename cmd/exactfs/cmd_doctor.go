@@ -165,7 +165,9 @@ func writeHostIdentity(w io.Writer, configRoot string) {
 	if ev, err := liveness.Self(); err == nil {
 		format := ev.StartTimeFormat
 		if format == "" {
-			format = "none: start time unreadable"
+			// /proc unreadable, or macOS, where no ps text is safe from
+			// every TypeScript build (liveness.StartTime).
+			format = `none: records say "unknown", so a reused pid is not told from its holder`
 		}
 		fmt.Fprintf(w, "start times:  %s\n", format)
 	}
