@@ -306,3 +306,33 @@ func TestForeignDetachedClaimKept(t *testing.T) {
 		t.Fatalf("the crashed claim was removed although its removal could not be proved: %v", err)
 	}
 }
+
+// TestDeadSidecarRewrittenInPlace: a taker that finds a dead record in the
+// sidecar under its fresh claim (what a power cut that caught the
+// reference between its mkdir and its sidecar write leaves, once the
+// directory is lost) rewrites it in place and keeps its inode. The old
+// code unlinked it and created it again: a kill between the two left a
+// claim directory made in this boot with no sidecar, which no automatic
+// rule breaks, and every peer waited on it until someone ran recover.
+func TestDeadSidecarRewrittenInPlace(t *testing.T) {
+	e := newEnv(t)
+	dead := (&Record{Pid: int64(deadPid(t)), StartTime: "1", Token: exactfs.NewUUID(), HostID: e.host.ID}).Encode()
+	if err := os.WriteFile(e.sidecar, dead, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ino := inode(t, e.sidecar)
+	// Held open so that, were it unlinked, its inode number could not be
+	// handed to the file created after it.
+	keep, err := os.Open(e.sidecar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close()
+	if err := lockAndRelease(t, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := inode(t, e.sidecar); got != ino {
+		t.Fatalf("the dead sidecar was unlinked and created again (inode %d, now %d)", ino, got)
+	}
+	assertSteadyState(t, e, true)
+}

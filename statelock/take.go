@@ -134,6 +134,7 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 		v        verdict
 		distrust string
 		st       sys.Stat
+		entomb   bool
 	)
 	j, err := liveness.Reclaim(l.dir, name, l.removal(name, !sidecar), func(got liveness.Captured) liveness.Judgement {
 		s = newSnapshot(got.Data, got.ID)
@@ -153,6 +154,18 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 			// recovery) and died before writing it.
 			v.Judgement.Verdict, v.Judgement.Reason = liveness.Dead, "malformed sidecar older than 30s outside any claim"
 		}
+		if sidecar && distrust == "" && v.Judgement.Verdict == liveness.Dead {
+			// Never unlinked: we hold the claim directory we just made, and
+			// an unlink followed by our create leaves, should we be killed
+			// in between, a fresh claim directory with no sidecar, which
+			// nobody may break (only explicit recovery), so every peer
+			// would wait on it. Rewritten in place to a tombstone instead
+			// (entombSidecar: proved against these bytes), and then taken
+			// as any tombstone is. The model found it
+			// (internal/model BugSidecarUnlinkCreate).
+			entomb = true
+			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a dead sidecar: rewritten in place, not removed"}
+		}
 		return v.Judgement
 	})
 	switch {
@@ -161,6 +174,13 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 		return nil, c, again, l.refuseIfForeign(name, err)
 	case s.released() && distrust == "":
 		return l.takeTombstone(name, s, rec)
+	case entomb:
+		// Entombed (or changed since the verdict): look again, and take
+		// the tombstone the next look finds.
+		if _, err := l.entombSidecar(s); err != nil {
+			return nil, nil, false, err
+		}
+		return nil, nil, true, nil
 	case j.Verdict != liveness.Dead:
 		return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, false, nil
 	}
