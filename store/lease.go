@@ -74,7 +74,7 @@ func (l *Lease) checkLocked() error {
 	if l.lost != nil {
 		return l.lost
 	}
-	data, id, err := l.dir.CaptureRecord(l.name + ".lock")
+	data, id, err := l.dir.CaptureRecord(l.name + exactfs.LeaseSuffix)
 	if err != nil {
 		return l.lostErr("the lock file cannot be read at its name", err)
 	}

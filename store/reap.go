@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -112,13 +111,10 @@ const (
 // private name (placeholders, other implementations' quarantines) must be
 // empty.
 func classify(name string) residueKind {
-	if _, ok := exactfs.StagingTarget(name); ok {
+	switch exactfs.ClassifyName(name).Kind {
+	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire:
 		return stagingResidue
-	}
-	if strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) {
-		return stagingResidue
-	}
-	if strings.HasPrefix(name, exactfs.PlaceholderPrefix) || strings.HasPrefix(name, ".gjc-delete-") {
+	case exactfs.NamePlaceholder, exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine:
 		return emptyResidue
 	}
 	return notResidue
@@ -226,7 +222,7 @@ func (s *Store) reapOne(cfg *reapConfig, d *exactfs.Dir, name string, kind resid
 	case id.Size != 0 && idle != "":
 		return "its creator is not provably gone: " + idle
 	}
-	if err := d.UnlinkExact(name, id, storeRetireName()); err != nil {
+	if err := d.UnlinkExact(name, id, exactfs.StoreRetireName()); err != nil {
 		return "exact unlink refused: " + err.Error()
 	}
 	return ""
