@@ -316,7 +316,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{dir: d, path: path, name: strings.TrimSuffix(lockName, exactfs.LeaseSuffix), cfg: cfg, f: f}
+	l := &lease{dir: d, path: path, name: strings.TrimSuffix(lockName, exactfs.LeaseSuffix), cfg: cfg, f: f}
 	fail := func(err error) (*Lease, error) {
 		l.retract()
 		f.Close()
@@ -373,13 +373,13 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 		l.done = make(chan struct{})
 		go l.heartbeat()
 	}
-	return l, nil
+	return watchLease(l), nil
 }
 
 // retract removes the lock file we created and failed to initialize, but
 // only while our descriptor is open and the name still holds its inode;
 // anything else at the name may already be a successor's.
-func (l *Lease) retract() {
+func (l *lease) retract() {
 	mine, err := fileInode(l.f)
 	if err != nil {
 		return
