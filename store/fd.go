@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -25,10 +26,11 @@ const dirLockMaxPause = 5 * time.Millisecond
 // lockDir takes an exclusive flock on a new open of the directory d (a new
 // open file description, so goroutines of one process exclude each other
 // too) and returns the function that releases it. It waits, with backoff,
-// up to dirLockWait. See Store.commitGuard for why. The new open goes
+// up to dirLockWait or until ctx is done (then the error is interrupted and
+// matches ctx's error). See Store.commitGuard for why. The new open goes
 // through d's methods, never through d.Fd(): d may be the store's root,
 // which a concurrent Close may release.
-func lockDir(d *exactfs.Dir) (unlock func(), err error) {
+func lockDir(ctx context.Context, d *exactfs.Dir) (unlock func(), err error) {
 	own, err := d.OpenDir(".")
 	if err != nil {
 		return nil, newErr("lock", d.Name(), exactfs.CodeOf(err), "the directory could not be opened to lock it", err)
@@ -48,7 +50,25 @@ func lockDir(d *exactfs.Dir) (unlock func(), err error) {
 			own.Close()
 			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), err)
 		}
-		time.Sleep(pause)
+		if err := sleepCtx(ctx, pause); err != nil {
+			own.Close()
+			return nil, newErr("lock", d.Name(), exactfs.CodeInterrupted, "gave up waiting for the directory's commit lock", err)
+		}
 		pause = min(2*pause, dirLockMaxPause)
+	}
+}
+
+// sleepCtx waits for d, or returns ctx's error as soon as ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"time"
@@ -18,6 +19,7 @@ type ReapOption func(*reapConfig)
 type reapConfig struct {
 	minAge time.Duration
 	now    func() time.Time
+	ctx    context.Context
 }
 
 // ReapMinAge sets how long ago residue must have been last written or
@@ -77,8 +79,18 @@ const maxReapDepth = 64
 // residue name are never looked at. Each directory is reaped under the
 // store's commit lock for it (see commitGuard), so no write of a store is
 // between its commit and its cleanup there meanwhile.
+//
+// Reap waits for the store's writers' commits (each up to 30 seconds);
+// ReapContext can give up earlier.
 func (s *Store) Reap(opts ...ReapOption) (*ReapReport, error) {
-	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now}
+	return s.ReapContext(context.Background(), opts...)
+}
+
+// ReapContext is Reap, stopping when ctx is done: the entry being judged
+// is finished, and the report says what was removed and kept so far, with
+// an interrupted error that matches ctx's error.
+func (s *Store) ReapContext(ctx context.Context, opts ...ReapOption) (*ReapReport, error) {
+	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now, ctx: ctx}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -124,7 +136,7 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 	// The store's writers hold this lock from the last check before a
 	// commit to the end of it, which is when a staging name holds a
 	// predecessor nobody has open: the reaper must not look then.
-	unlock, err := lockDir(d)
+	unlock, err := lockDir(cfg.ctx, d)
 	if err != nil {
 		return err
 	}
@@ -137,6 +149,10 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 	var errs []error
 	held := time.Now()
 	for _, name := range names {
+		if err := cfg.ctx.Err(); err != nil {
+			unlock()
+			return errors.Join(append(errs, newErr("reap", d.Name(), exactfs.CodeInterrupted, "gave up", err))...)
+		}
 		// Each entry is judged and removed under the lock; between
 		// entries the writers get their turn, so a directory with
 		// thousands of remnants does not stall a mutation for the whole
@@ -145,8 +161,10 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 			unlock()
 			// A writer polls for the lock every few milliseconds at most
 			// (lockDir): leave it that long to take it.
-			time.Sleep(dirLockMaxPause)
-			if unlock, err = lockDir(d); err != nil {
+			if err := sleepCtx(cfg.ctx, dirLockMaxPause); err != nil {
+				return errors.Join(append(errs, newErr("reap", d.Name(), exactfs.CodeInterrupted, "gave up", err))...)
+			}
+			if unlock, err = lockDir(cfg.ctx, d); err != nil {
 				return errors.Join(append(errs, err)...)
 			}
 			held = time.Now()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 
@@ -19,7 +20,16 @@ const (
 
 // RemoveExpected removes rel only if it is still the file captured as want
 // (see SameFile), by exact unlink: a successor at the name survives.
+// It waits up to 30 seconds for another store writer's commit in the same
+// directory; RemoveExpectedContext can give up earlier.
 func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
+	return s.RemoveExpectedContext(context.Background(), rel, want)
+}
+
+// RemoveExpectedContext is RemoveExpected, giving up its wait for the
+// directory's commit lock when ctx is done (an interrupted error that
+// matches ctx's error; nothing was removed).
+func (s *Store) RemoveExpectedContext(ctx context.Context, rel string, want exactfs.Identity) error {
 	const op = "remove"
 	parent, base, err := cleanRel(op, rel, false)
 	if err != nil {
@@ -34,7 +44,7 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 	}
 	defer done()
 	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
-	unlock, err := lockDir(d)
+	unlock, err := lockDir(ctx, d)
 	if err != nil {
 		return err
 	}
