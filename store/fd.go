@@ -6,19 +6,10 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // fileInode returns the device and inode of an open file.
-func fileInode(f *os.File) (exactfs.Identity, error) {
-	var id exactfs.Identity
-	err := sys.Control(f, func(fd int) error {
-		st, err := sys.Fstat(fd)
-		id.Dev, id.Ino = st.Dev, st.Ino
-		return err
-	})
-	return id, err
-}
+func fileInode(f *os.File) (exactfs.Identity, error) { return exactfs.StatFile(f) }
 
 // dirLockMaxPause is the longest pause between two tries of lockDir.
 const dirLockMaxPause = 5 * time.Millisecond
@@ -38,17 +29,17 @@ func lockDir(ctx context.Context, d *exactfs.Dir) (unlock func(), err error) {
 	deadline := time.Now().Add(dirLockWait)
 	pause := 100 * time.Microsecond
 	for {
-		err := sys.TryFlock(own.Fd())
-		if err == nil {
+		ok, err := own.TryLock()
+		if ok {
 			return func() { own.Close() }, nil
 		}
-		if err != sys.ErrWouldBlock {
+		if err != nil {
 			own.Close()
 			return nil, newErr("lock", d.Name(), exactfs.CodeIOError, "the directory could not be locked", err)
 		}
 		if time.Now().After(deadline) {
 			own.Close()
-			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), err)
+			return nil, newErr("lock", d.Name(), CodeLeaseBusy, "another writer kept the directory's commit lock for "+dirLockWait.String(), nil)
 		}
 		if err := sleepCtx(ctx, pause); err != nil {
 			own.Close()
