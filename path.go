@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,6 +231,8 @@ type Dir struct {
 	mu     sync.Mutex
 	refs   int  // methods using fd now
 	closed bool // Close was called; fd is closed when refs drops to 0
+
+	cleanup runtime.Cleanup // reports a Dir dropped without Close (leak.go)
 }
 
 // incref takes a reference to d's descriptor for one operation, or fails
@@ -302,7 +305,9 @@ func openDir(start *Dir, op, name string) (*Dir, error) {
 		h.close()
 		return nil, wrap(op, name, err)
 	}
-	return &Dir{fd: h.fd, path: display, dev: st.Dev, ino: st.Ino}, nil
+	d := &Dir{fd: h.fd, path: display, dev: st.Dev, ino: st.Ino}
+	watchDir(d)
+	return d, nil
 }
 
 // Close releases the directory: later calls of its methods fail, and the
@@ -315,6 +320,7 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.cleanup.Stop()
 	if d.refs > 0 {
 		return nil
 	}
@@ -329,8 +335,10 @@ func (d *Dir) Close() error {
 // Fd returns the directory descriptor d holds, for system calls exactfs
 // does not wrap (an inotify watch, fgetxattr). It stays owned by d: do not
 // close it. Fd takes no reference: the number is only good while the
-// caller itself keeps d open (no Close may race its use). File returns a
-// descriptor of the caller's own.
+// caller itself keeps d open (no Close may race its use) and reachable (a
+// Dir dropped without Close has its descriptor closed by the leak
+// detector; use runtime.KeepAlive(d) after the last use of the number, as
+// with os.File.Fd). File returns a descriptor of the caller's own.
 func (d *Dir) Fd() int { return d.fd }
 
 // File returns a new *os.File on a duplicate of d's descriptor, bound to the

@@ -5,16 +5,16 @@ import "github.com/exactfs/exactfs"
 // Codes the store adds to the exactfs vocabulary. The security codes are the
 // ones the TypeScript peers report.
 const (
-	CodeOwnerMismatch   exactfs.Code = "owner_mismatch"
-	CodeModeMismatch    exactfs.Code = "mode_mismatch"
-	CodeACLDenied       exactfs.Code = "acl_denied"
-	CodeACLIOError      exactfs.Code = "acl_io_error"
-	CodeACLPresent      exactfs.Code = "acl_present"
-	CodeACLMalformed    exactfs.Code = "acl_malformed"
-	CodeACLUnknown      exactfs.Code = "acl_unknown"
-	CodeACLUnavailable  exactfs.Code = "acl_unavailable"
-	CodeACLApplyFailed  exactfs.Code = "acl_apply_failed"
-	CodeACLVerifyFailed exactfs.Code = "acl_verify_failed"
+	CodeOwnerMismatch   = exactfs.CodeOwnerMismatch
+	CodeModeMismatch    = exactfs.CodeModeMismatch
+	CodeACLDenied       = exactfs.CodeACLDenied
+	CodeACLIOError      = exactfs.CodeACLIOError
+	CodeACLPresent      = exactfs.CodeACLPresent
+	CodeACLMalformed    = exactfs.CodeACLMalformed
+	CodeACLUnknown      = exactfs.CodeACLUnknown
+	CodeACLUnavailable  = exactfs.CodeACLUnavailable
+	CodeACLApplyFailed  = exactfs.CodeACLApplyFailed
+	CodeACLVerifyFailed = exactfs.CodeACLVerifyFailed
 
 	// CodeRootChanged: the store's path no longer names the directory the
 	// store was bound to.
@@ -31,11 +31,11 @@ const (
 
 // ACL operations and attributes named by ACL failures.
 const (
-	ACLClear = "clear"
-	ACLQuery = "query"
+	ACLClear = exactfs.ACLClear
+	ACLQuery = exactfs.ACLQuery
 
-	ACLAccess  = "access"
-	ACLDefault = "default"
+	ACLAccess  = exactfs.ACLAccess
+	ACLDefault = exactfs.ACLDefault
 )
 
 // Sentinels for errors.Is. Shared codes (not_found, reparse_point,

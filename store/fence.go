@@ -43,7 +43,7 @@ func (s *Store) AcquireFence(ctx context.Context, name string, opts ...LeaseOpti
 	for _, o := range opts {
 		o(&cfg)
 	}
-	l, err := acquireIn(ctx, d, ".gjc-"+name, cfg)
+	l, err := acquireIn(ctx, d, exactfs.FenceLeaseName(name), cfg)
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -13,8 +14,18 @@ import (
 
 // Lease is a held lease lock. Its methods are safe for concurrent use. A
 // Lease must be released: its heartbeat goroutine runs, and its record
-// stays live, until Release.
+// stays live, until Release. A Lease dropped without Release is reported
+// on standard error and released when the garbage collector finds it (see
+// leak.go).
 type Lease struct {
+	*lease
+	cleanup runtime.Cleanup // reports and releases a dropped Lease
+}
+
+// lease is a Lease's state. The heartbeat goroutine and the leak cleanup
+// hold this, never the Lease, so a Lease the program dropped becomes
+// unreachable even while its heartbeat runs.
+type lease struct {
 	dir     *exactfs.Dir
 	ownsDir bool
 	path    string
@@ -46,7 +57,7 @@ func (l *Lease) AttemptID() string { return l.rec.AttemptID }
 // truncating means a reader never sees an empty file, only (briefly) a
 // record it cannot parse, which counts as held. l.mu must be held (or l
 // not yet shared).
-func (l *Lease) writeLocked() error {
+func (l *lease) writeLocked() error {
 	b := l.rec.Marshal()
 	l.written = nil
 	if _, err := l.f.WriteAt(b, 0); err != nil {
@@ -67,14 +78,14 @@ func (l *Lease) writeLocked() error {
 // checkLocked proves the lease is still ours: the path names the inode we
 // created, and holds exactly the bytes we last wrote (so our attemptId, not
 // released).
-func (l *Lease) checkLocked() error {
+func (l *lease) checkLocked() error {
 	if l.released {
 		return l.lostErr("the lease was released", nil)
 	}
 	if l.lost != nil {
 		return l.lost
 	}
-	data, id, err := l.dir.CaptureRecord(l.name + ".lock")
+	data, id, err := l.dir.CaptureRecord(l.name + exactfs.LeaseSuffix)
 	if err != nil {
 		return l.lostErr("the lock file cannot be read at its name", err)
 	}
@@ -98,12 +109,12 @@ func (l *Lease) checkLocked() error {
 	return nil
 }
 
-func (l *Lease) lostErr(detail string, cause error) error {
+func (l *lease) lostErr(detail string, cause error) error {
 	return &Error{Op: "assert", Path: l.path, Code: CodeLeaseLost, Detail: "lease lost: " + detail, Err: cause}
 }
 
 // renewLocked extends the lease through the descriptor.
-func (l *Lease) renewLocked() error {
+func (l *lease) renewLocked() error {
 	now := nowMs()
 	l.rec.HeartbeatAt = now
 	l.rec.LeaseExpiresAt = now + l.cfg.lease.Milliseconds()
@@ -132,7 +143,7 @@ func (l *Lease) AssertOwned() error {
 	return l.checkLocked()
 }
 
-func (l *Lease) heartbeat() {
+func (l *lease) heartbeat() {
 	defer close(l.done)
 	t := time.NewTicker(l.cfg.heartbeat)
 	defer t.Stop()
@@ -169,6 +180,11 @@ func (l *Lease) heartbeat() {
 // descriptor is closed, and the error matches ErrLeaseLost. Release is
 // idempotent: later calls return the first call's result.
 func (l *Lease) Release() error {
+	l.cleanup.Stop()
+	return l.release()
+}
+
+func (l *lease) release() error {
 	l.relOnce.Do(func() {
 		if l.stop != nil {
 			close(l.stop)

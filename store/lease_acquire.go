@@ -101,7 +101,7 @@ func AcquireLease(ctx context.Context, locksDir, name string, opts ...LeaseOptio
 // is proved gone, else wait a poll and look again, until the wait budget
 // or ctx ends.
 func acquireIn(ctx context.Context, d *exactfs.Dir, name string, cfg leaseConfig) (*Lease, error) {
-	a := &acquirer{d: d, cfg: cfg, lockName: name + ".lock", start: time.Now(),
+	a := &acquirer{d: d, cfg: cfg, lockName: name + exactfs.LeaseSuffix, start: time.Now(),
 		judge: liveness.Judge{HostLocal: true, Probe: cfg.probe}}
 	a.path = filepath.Join(d.Name(), a.lockName)
 	deadline := a.start.Add(cfg.wait)
@@ -153,7 +153,7 @@ type acquirer struct {
 // record, or a racer created it first), or a final error. Otherwise the
 // lease is held and a.holder says by whom.
 func (a *acquirer) attempt() (l *Lease, progress bool, err error) {
-	j, err := liveness.Reclaim(a.d, a.lockName, liveness.Removal{Quarantine: retireName}, a.judgeCaptured)
+	j, err := liveness.Reclaim(a.d, a.lockName, liveness.Removal{Quarantine: exactfs.LeaseRetireName}, a.judgeCaptured)
 	switch {
 	case j.Verdict == liveness.Dead:
 		// Judged dead: err is the removal's. A removal that failed (a
@@ -309,12 +309,6 @@ func describeHolder(rec LeaseRecord, why string) string {
 	return fmt.Sprintf("held by pid %d (attempt %s); %s", rec.Pid, a, why)
 }
 
-// retireName is the quarantine name of an exact unlink of a lock record,
-// the one the reference uses.
-func retireName() string {
-	return fmt.Sprintf("%s%d-%s", LeaseRetirePrefix, os.Getpid(), exactfs.NewUUID())
-}
-
 // create makes the lock file exclusively and writes our record. It returns
 // destination_exists when another process created it first.
 func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseConfig) (*Lease, error) {
@@ -322,7 +316,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{dir: d, path: path, name: strings.TrimSuffix(lockName, ".lock"), cfg: cfg, f: f}
+	l := &lease{dir: d, path: path, name: strings.TrimSuffix(lockName, exactfs.LeaseSuffix), cfg: cfg, f: f}
 	fail := func(err error) (*Lease, error) {
 		l.retract()
 		f.Close()
@@ -379,20 +373,20 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 		l.done = make(chan struct{})
 		go l.heartbeat()
 	}
-	return l, nil
+	return watchLease(l), nil
 }
 
 // retract removes the lock file we created and failed to initialize, but
 // only while our descriptor is open and the name still holds its inode;
 // anything else at the name may already be a successor's.
-func (l *Lease) retract() {
+func (l *lease) retract() {
 	mine, err := fileInode(l.f)
 	if err != nil {
 		return
 	}
-	_, named, err := l.dir.CaptureRecord(l.name + ".lock")
+	_, named, err := l.dir.CaptureRecord(l.name + exactfs.LeaseSuffix)
 	if err != nil || !named.SameInode(mine) {
 		return
 	}
-	l.dir.UnlinkExact(l.name+".lock", named, retireName())
+	l.dir.UnlinkExact(l.name+exactfs.LeaseSuffix, named, exactfs.LeaseRetireName())
 }

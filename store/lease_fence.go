@@ -7,7 +7,7 @@ import (
 	"github.com/exactfs/exactfs"
 )
 
-func (l *Lease) fenceName() string { return l.name + ".fence" }
+func (l *lease) fenceName() string { return l.name + ".fence" }
 
 // Fence returns the fencing token of this acquisition. Tokens strictly
 // increase across successive holders of one lease name in one directory, so

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -19,6 +19,7 @@ type ReapOption func(*reapConfig)
 type reapConfig struct {
 	minAge time.Duration
 	now    func() time.Time
+	ctx    context.Context
 }
 
 // ReapMinAge sets how long ago residue must have been last written or
@@ -78,8 +79,18 @@ const maxReapDepth = 64
 // residue name are never looked at. Each directory is reaped under the
 // store's commit lock for it (see commitGuard), so no write of a store is
 // between its commit and its cleanup there meanwhile.
+//
+// Reap waits for the store's writers' commits (each up to 30 seconds);
+// ReapContext can give up earlier.
 func (s *Store) Reap(opts ...ReapOption) (*ReapReport, error) {
-	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now}
+	return s.ReapContext(context.Background(), opts...)
+}
+
+// ReapContext is Reap, stopping when ctx is done: the entry being judged
+// is finished, and the report says what was removed and kept so far, with
+// an interrupted error that matches ctx's error.
+func (s *Store) ReapContext(ctx context.Context, opts ...ReapOption) (*ReapReport, error) {
+	cfg := reapConfig{minAge: DefaultReapAge, now: time.Now, ctx: ctx}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -112,13 +123,10 @@ const (
 // private name (placeholders, other implementations' quarantines) must be
 // empty.
 func classify(name string) residueKind {
-	if _, ok := exactfs.StagingTarget(name); ok {
+	switch exactfs.ClassifyName(name).Kind {
+	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire:
 		return stagingResidue
-	}
-	if strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) {
-		return stagingResidue
-	}
-	if strings.HasPrefix(name, exactfs.PlaceholderPrefix) || strings.HasPrefix(name, ".gjc-delete-") {
+	case exactfs.NamePlaceholder, exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine:
 		return emptyResidue
 	}
 	return notResidue
@@ -128,7 +136,7 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 	// The store's writers hold this lock from the last check before a
 	// commit to the end of it, which is when a staging name holds a
 	// predecessor nobody has open: the reaper must not look then.
-	unlock, err := lockDir(d)
+	unlock, err := lockDir(cfg.ctx, d)
 	if err != nil {
 		return err
 	}
@@ -141,6 +149,10 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 	var errs []error
 	held := time.Now()
 	for _, name := range names {
+		if err := cfg.ctx.Err(); err != nil {
+			unlock()
+			return errors.Join(append(errs, newErr("reap", d.Name(), exactfs.CodeInterrupted, "gave up", err))...)
+		}
 		// Each entry is judged and removed under the lock; between
 		// entries the writers get their turn, so a directory with
 		// thousands of remnants does not stall a mutation for the whole
@@ -149,8 +161,10 @@ func (s *Store) reapDir(cfg *reapConfig, r *ReapReport, d *exactfs.Dir, rel stri
 			unlock()
 			// A writer polls for the lock every few milliseconds at most
 			// (lockDir): leave it that long to take it.
-			time.Sleep(dirLockMaxPause)
-			if unlock, err = lockDir(d); err != nil {
+			if err := sleepCtx(cfg.ctx, dirLockMaxPause); err != nil {
+				return errors.Join(append(errs, newErr("reap", d.Name(), exactfs.CodeInterrupted, "gave up", err))...)
+			}
+			if unlock, err = lockDir(cfg.ctx, d); err != nil {
 				return errors.Join(append(errs, err)...)
 			}
 			held = time.Now()
@@ -226,7 +240,7 @@ func (s *Store) reapOne(cfg *reapConfig, d *exactfs.Dir, name string, kind resid
 	case id.Size != 0 && idle != "":
 		return "its creator is not provably gone: " + idle
 	}
-	if err := d.UnlinkExact(name, id, storeRetireName()); err != nil {
+	if err := d.UnlinkExact(name, id, exactfs.StoreRetireName()); err != nil {
 		return "exact unlink refused: " + err.Error()
 	}
 	return ""

@@ -4,11 +4,10 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/idle"
 )
 
 // inspectResidue captures name's identity and, when askIdle, asks the
-// kernel whether any other descriptor for it exists (idle.Unopened: a
+// kernel whether any other descriptor for it exists (exactfs.ProbeUnopened: a
 // write lease is refused while any other process, or this one, has the
 // file open). idle is "" when the kernel proved the file unopened, else the
 // reason it could not.
@@ -22,6 +21,6 @@ func inspectResidue(d *exactfs.Dir, name string, askIdle bool) (exactfs.Identity
 	if err != nil || !askIdle {
 		return id, "", err
 	}
-	why, err := idle.Unopened(f)
+	why, err := exactfs.ProbeUnopened(f)
 	return id, why, err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/exactfs/exactfs/internal/jsstr"
 )
 
 // LeaseRecord is the content of a lease lock file. On disk it is
@@ -75,17 +77,10 @@ func (r LeaseRecord) Marshal() []byte {
 	return append(b, "}\n"...)
 }
 
-func appendString(b []byte, s string) []byte {
-	// encoding/json escapes exactly as JSON.stringify does for the
-	// characters that occur in uuids and boot ids; it also escapes <, >
-	// and & where JSON.stringify does not, which only matters for strings
-	// no writer of these records produces.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-}
+// appendString quotes s as JSON.stringify does, so that a record holding
+// any string is byte-identical to a TypeScript peer's (jsstr says where
+// encoding/json differs).
+func appendString(b []byte, s string) []byte { return jsstr.Append(b, s) }
 
 // maxSafeInteger is the largest integer a JavaScript number holds exactly;
 // the reference writes pids and times as numbers.

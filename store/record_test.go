@@ -127,3 +127,21 @@ func FuzzParseLeaseRecord(f *testing.F) {
 		}
 	})
 }
+
+// A lease record's strings are quoted as JSON.stringify quotes them, so a
+// record holding any string is the reference's bytes: U+2028, U+2029, '<',
+// '>' and '&' are written as they are (encoding/json, which Marshal used
+// before, escaped U+2028 and U+2029 and fails this test), control
+// characters as JSON.stringify's escapes.
+func TestLeaseRecordStringsAsStringify(t *testing.T) {
+	r := LeaseRecord{AttemptID: "a\u2028b\u2029c<&>", Pid: 1, BootID: "q\"\\\n\x01", ProcessStartID: "é",
+		CreatedAt: 1, HeartbeatAt: 2, LeaseExpiresAt: 3}
+	want := "{\"attemptId\":\"a\u2028b\u2029c<&>\",\"pid\":1,\"bootId\":\"q\\\"\\\\\\n\\u0001\",\"processStartId\":\"é\"," +
+		"\"createdAt\":1,\"heartbeatAt\":2,\"leaseExpiresAt\":3}\n"
+	if got := string(r.Marshal()); got != want {
+		t.Fatalf("marshal:\n got %q\nwant %q", got, want)
+	}
+	if back, err := ParseLeaseRecord([]byte(want)); err != nil || back != r {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}

@@ -25,13 +25,6 @@ func (k Kind) String() string {
 	return "file"
 }
 
-func (k Kind) perm() uint32 {
-	if k == Directory {
-		return 0o700
-	}
-	return 0o600
-}
-
 // ApplyOwnerOnly makes the open file or directory f owner-only: it checks
 // that the effective user owns it (it never changes the owner:
 // owner_mismatch), sets the mode to exactly 0600 (file) or 0700
@@ -40,12 +33,13 @@ func (k Kind) perm() uint32 {
 // fsetattrlist, when a query does not prove it absent) and queries it
 // again, and finally verifies the result. Everything is done on the
 // descriptor, so a path swapped for a link in the meantime cannot redirect
-// it.
-func ApplyOwnerOnly(f *os.File) error { return ownerOnly("apply", f, true) }
+// it. It is exactfs.ApplyOwnerOnly, where the proof lives.
+func ApplyOwnerOnly(f *os.File) error { return exactfs.ApplyOwnerOnly(f) }
 
 // VerifyOwnerOnly checks, without changing anything, that f is owned by the
-// effective user, has mode exactly 0600 or 0700, and carries no ACL.
-func VerifyOwnerOnly(f *os.File) error { return ownerOnly("verify", f, false) }
+// effective user, has mode exactly 0600 or 0700, and carries no ACL
+// (exactfs.VerifyOwnerOnly).
+func VerifyOwnerOnly(f *os.File) error { return exactfs.VerifyOwnerOnly(f) }
 
 // ApplyOwnerOnlyPath opens path as kind without following a symlink in any
 // component (a symlink is reparse_point; a FIFO or other object is
@@ -66,7 +60,10 @@ func ownerOnlyPath(op, path string, kind Kind, apply bool) error {
 		return err
 	}
 	defer f.Close()
-	return ownerOnly(op, f, apply)
+	if apply {
+		return exactfs.ApplyOwnerOnly(f)
+	}
+	return exactfs.VerifyOwnerOnly(f)
 }
 
 // openKind opens path as kind through the exactfs walker, which refuses a

@@ -1,27 +1,35 @@
 package store
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
-// storeRetireName is the quarantine name of the store's exact unlinks.
-func storeRetireName() string { return StoreRetirePrefix + exactfs.NewUUID() }
-
 // StoreRetirePrefix starts the quarantine name of the store's exact
 // unlinks; LeaseRetirePrefix that of lease reclaims. The reaper knows both.
+// They are the root's names (exactfs.ClassifyName), kept here for callers
+// of earlier versions.
 const (
-	StoreRetirePrefix = ".gjc-store-retire-"
-	LeaseRetirePrefix = ".gjc-lock-retire-"
+	StoreRetirePrefix = exactfs.StoreRetirePrefix
+	LeaseRetirePrefix = exactfs.LeaseRetirePrefix
 )
 
 // RemoveExpected removes rel only if it is still the file captured as want
 // (see SameFile), by exact unlink: a successor at the name survives.
+// It waits up to 30 seconds for another store writer's commit in the same
+// directory; RemoveExpectedContext can give up earlier.
 func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
+	return s.RemoveExpectedContext(context.Background(), rel, want)
+}
+
+// RemoveExpectedContext is RemoveExpected, giving up its wait for the
+// directory's commit lock when ctx is done (an interrupted error that
+// matches ctx's error; nothing was removed).
+func (s *Store) RemoveExpectedContext(ctx context.Context, rel string, want exactfs.Identity) error {
 	const op = "remove"
 	parent, base, err := cleanRel(op, rel, false)
 	if err != nil {
@@ -36,7 +44,7 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 	}
 	defer done()
 	hook.Fire(hook.StoreBeforeCommit, s.join(rel))
-	unlock, err := lockDir(d)
+	unlock, err := lockDir(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -44,7 +52,7 @@ func (s *Store) RemoveExpected(rel string, want exactfs.Identity) error {
 		unlock()
 		return err
 	}
-	err = d.UnlinkExact(base, want, storeRetireName())
+	err = d.UnlinkExact(base, want, exactfs.StoreRetireName())
 	unlock()
 	if err != nil {
 		return err
@@ -131,11 +139,16 @@ func (s *Store) List(rel string) ([]string, error) {
 // isPrivateName reports whether name is a private residue name (one of the
 // names exactfs and its TypeScript peers give crash residue) or one of the
 // store's quarantine names.
+//
+// Of the root's private names it hides those that only crashes leave:
+// other ".gjc-" names (a fence's lease, which lives in LocksDir) and
+// TypeScript temp files (state-file residue the state lock sweeps) stay
+// visible, as they always have.
 func isPrivateName(name string) bool {
-	if _, ok := exactfs.StagingTarget(name); ok {
+	switch exactfs.ClassifyName(name).Kind {
+	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire, exactfs.NamePlaceholder,
+		exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine, exactfs.NameRemoving:
 		return true
 	}
-	return strings.HasPrefix(name, ".gjc-delete-") || strings.HasPrefix(name, exactfs.PlaceholderPrefix) ||
-		strings.HasPrefix(name, StoreRetirePrefix) || strings.HasPrefix(name, LeaseRetirePrefix) ||
-		strings.HasSuffix(name, exactfs.RemovingSuffix)
+	return false
 }

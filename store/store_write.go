@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -66,11 +67,11 @@ const dirLockWait = 30 * time.Second
 // check to the end of the commit: staging and fsync of the bytes stay
 // outside it. Writers that do not go through a store are not excluded. The
 // returned function releases the lock; call it once the primitive returned.
-func (s *Store) commitGuard(op, rel string, d *exactfs.Dir) (exactfs.WriteOption, func()) {
+func (s *Store) commitGuard(ctx context.Context, op, rel string, d *exactfs.Dir) (exactfs.WriteOption, func()) {
 	var unlock func()
 	opt := exactfs.BeforeCommit(func() error {
 		hook.Fire(hook.StoreBeforeCommit, s.join(rel))
-		u, err := lockDir(d)
+		u, err := lockDir(ctx, d)
 		if err != nil {
 			return err
 		}
@@ -131,14 +132,24 @@ func verifyNamed(d *exactfs.Dir, name string, want exactfs.Identity) error {
 //
 // The binding and the fence are asserted right before the rename that
 // commits, as in Publish.
+//
+// Replace waits up to 30 seconds for another store writer's commit in the
+// same directory; ReplaceContext can give up earlier.
 func (s *Store) Replace(rel string, data []byte) (exactfs.Identity, error) {
+	return s.ReplaceContext(context.Background(), rel, data)
+}
+
+// ReplaceContext is Replace, giving up its wait for the directory's commit
+// lock when ctx is done (an interrupted error that matches ctx's error;
+// nothing was written).
+func (s *Store) ReplaceContext(ctx context.Context, rel string, data []byte) (exactfs.Identity, error) {
 	const op = "replace"
 	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
 	defer done()
-	guard, unlock := s.commitGuard(op, rel, d)
+	guard, unlock := s.commitGuard(ctx, op, rel, d)
 	id, err := d.WriteFile(base, data, 0o600, guard, exactfs.ExactPerm())
 	unlock()
 	return s.committed(op, rel, d, base, id, err)
@@ -184,7 +195,17 @@ func SameFile(want, have exactfs.Identity) bool { return want.SameContent(have) 
 // retry. A write that committed and was replaced by another writer right
 // after is a success (the next compare sees the successor). The new file
 // keeps the predecessor's mode, which must be owner-only (0600).
+//
+// ReplaceExpected waits up to 30 seconds for another store writer's commit
+// in the same directory; ReplaceExpectedContext can give up earlier.
 func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) (exactfs.Identity, error) {
+	return s.ReplaceExpectedContext(context.Background(), rel, data, want)
+}
+
+// ReplaceExpectedContext is ReplaceExpected, giving up its wait for the
+// directory's commit lock when ctx is done (an interrupted error that
+// matches ctx's error; nothing was replaced).
+func (s *Store) ReplaceExpectedContext(ctx context.Context, rel string, data []byte, want exactfs.Identity) (exactfs.Identity, error) {
 	const op = "replace-expected"
 	d, base, done, err := s.dirOf(op, rel)
 	if err != nil {
@@ -219,7 +240,7 @@ func (s *Store) ReplaceExpected(rel string, data []byte, want exactfs.Identity) 
 	// exactfs compares every field; have differs from want at most in
 	// ctime and link count, which the store does not compare (nlink is
 	// checked by exactfs itself: it must be 1).
-	guard, unlock := s.commitGuard(op, rel, d)
+	guard, unlock := s.commitGuard(ctx, op, rel, d)
 	id, err := d.ReplaceExpected(base, data, have, guard)
 	unlock()
 	return s.committed(op, rel, d, base, id, err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/cmd/exactfs/internal/probe"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -60,15 +59,15 @@ func runDoctor(e *env, opts any, args []string) error {
 	if err != nil {
 		return err
 	}
+	r, err := d.Probe()
 	d.Close()
-	r, err := probe.Run(dir)
 	if err != nil {
 		return err
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "exactfs doctor: %s (%s/%s)\n\n", dir, runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(w, "  filesystem          %s%s\n", r.FSType, map[bool]string{true: " (network/shared)", false: ""}[r.Network])
-	line := func(name string, res probe.Result) {
+	line := func(name string, res exactfs.ProbeResult) {
 		mark := "no "
 		if res.Supported {
 			mark = "yes"
@@ -90,7 +89,7 @@ func runDoctor(e *env, opts any, args []string) error {
 }
 
 // meanings turns probe results into consequences for a user of exactfs.
-func meanings(r *probe.Report) []string {
+func meanings(r *exactfs.ProbeReport) []string {
 	var m []string
 	name := r.FSType
 	switch {

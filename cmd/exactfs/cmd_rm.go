@@ -9,12 +9,6 @@ import (
 
 type rmOptions struct{ expect string }
 
-// rmQuarantinePrefix starts the private name a file is detached to before it
-// is deleted. TypeScript peers skip ".gjc-delete-*" names when they scan a
-// directory of state files, so a crash in between leaves nothing they would
-// mistake for a state file.
-const rmQuarantinePrefix = ".gjc-delete-exactfs-rm-"
-
 func init() {
 	register(&command{
 		name:    "rm",
@@ -58,7 +52,10 @@ func runRm(e *env, opts any, args []string) error {
 		return usagef("--expect: %v", err)
 	}
 	err = withParent(args[0], func(d *exactfs.Dir, name string) error {
-		return d.UnlinkExact(name, want, rmQuarantinePrefix+exactfs.NewUUID())
+		// A private name TypeScript peers skip (exactfs.QuarantinePrefix),
+		// so a crash between the detach and the delete leaves nothing they
+		// would mistake for a state file.
+		return d.UnlinkExact(name, want, exactfs.RmQuarantineName())
 	})
 	if errors.Is(err, exactfs.ErrCleanupPending) {
 		// The file is gone from its name; what remains is named residue.

@@ -272,7 +272,7 @@ func statusDir(e *env, o *statusOptions, dir string) error {
 	seen := map[string]bool{}
 	var states []string
 	for _, n := range names {
-		if strings.HasPrefix(n, ".gjc-") {
+		if exactfs.ClassifyName(n).Kind != exactfs.NamePublic {
 			continue // a private name: residue, listed with its lock
 		}
 		// A lock is its record (x.lock) or, after a crash, only its

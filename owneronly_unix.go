@@ -1,13 +1,12 @@
 //go:build unix
 
-package store
+package exactfs
 
 import (
 	"fmt"
 	"io/fs"
 	"os"
 
-	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
@@ -18,27 +17,27 @@ func ownerOnly(op string, f *os.File, apply bool) error {
 func ownerOnlyFD(op, path string, fd int, apply bool) error {
 	st, err := sys.Fstat(fd)
 	if err != nil {
-		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
+		return ownerErr(op, path, CodeIOError, "fstat failed", err)
 	}
-	var kind Kind
+	var kind ownerKind
 	switch {
 	case st.Mode.IsDir():
-		kind = Directory
+		kind = ownerDir
 	case st.Mode.IsRegular():
-		kind = File
+		kind = ownerFile
 	default:
-		return newErr(op, path, exactfs.CodeNotRegularFile, "neither a regular file nor a directory; refusing", nil)
+		return ownerErr(op, path, CodeNotRegularFile, "neither a regular file nor a directory; refusing", nil)
 	}
 	if euid := os.Geteuid(); int(st.Uid) != euid {
 		// Never chown: a file someone else owns is not ours to adopt.
-		return newErr(op, path, CodeOwnerMismatch,
+		return ownerErr(op, path, CodeOwnerMismatch,
 			fmt.Sprintf("owned by uid %d, not by the effective uid %d", st.Uid, euid), nil)
 	}
 	want := kind.perm()
 	if apply {
 		if sys.PermBits(st.Mode) != want {
 			if err := sys.Fchmod(fd, want); err != nil {
-				return newErr(op, path, exactfs.CodeIOError, "fchmod failed", err)
+				return ownerErr(op, path, CodeIOError, "fchmod failed", err)
 			}
 		}
 		// The mode is set before the ACL is cleared: on Linux a chmod
@@ -56,13 +55,13 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 		op = "verify"
 	}
 	if st, err = sys.Fstat(fd); err != nil {
-		return newErr(op, path, exactfs.CodeIOError, "fstat failed", err)
+		return ownerErr(op, path, CodeIOError, "fstat failed", err)
 	}
 	if int(st.Uid) != os.Geteuid() {
-		return newErr(op, path, CodeOwnerMismatch, fmt.Sprintf("owned by uid %d", st.Uid), nil)
+		return ownerErr(op, path, CodeOwnerMismatch, fmt.Sprintf("owned by uid %d", st.Uid), nil)
 	}
 	if got := sys.PermBits(st.Mode); got != want {
-		return newErr(op, path, CodeModeMismatch,
+		return ownerErr(op, path, CodeModeMismatch,
 			fmt.Sprintf("mode %v, want %v (owner-only %s)", fs.FileMode(got).Perm(), fs.FileMode(want).Perm(), kind), nil)
 	}
 	for _, attr := range aclAttributes(kind) {
@@ -73,8 +72,8 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 	return nil
 }
 
-func aclErr(op, path string, c exactfs.Code, aclOp, attr, detail string, cause error) error {
-	e := newErr(op, path, c, detail, cause)
+func aclErr(op, path string, c Code, aclOp, attr, detail string, cause error) error {
+	e := ownerErr(op, path, c, detail, cause)
 	e.ACLOperation, e.ACLAttribute = aclOp, attr
 	return e
 }

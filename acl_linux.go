@@ -1,11 +1,10 @@
-package store
+package exactfs
 
 import (
 	"encoding/binary"
 	"errors"
 	"syscall"
 
-	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
@@ -15,8 +14,8 @@ const (
 	xattrACLDefault = "system.posix_acl_default"
 )
 
-func aclAttributes(k Kind) []string {
-	if k == Directory {
+func aclAttributes(k ownerKind) []string {
+	if k == ownerDir {
 		return []string{ACLAccess, ACLDefault}
 	}
 	return []string{ACLAccess}
@@ -78,7 +77,7 @@ func wellFormedACL(b []byte) bool {
 }
 
 func aclFailure(op, path, aclOp, attr string, err error) error {
-	var c exactfs.Code
+	var c Code
 	switch {
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		c = CodeACLDenied

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package probe
+package exactfs
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 
 func fsType(int) (string, bool) { return "unknown (not probed on this platform)", false }
 
-func probeACL(int) Result { return Result{false, "not probed on this platform"} }
+func probeACL(int) ProbeResult { return ProbeResult{false, "not probed on this platform"} }
 
-func probeOFD(int, int) Result { return Result{false, "not probed on this platform"} }
+func probeOFD(int, int) ProbeResult { return ProbeResult{false, "not probed on this platform"} }
 
 func isNotSupported(syscall.Errno) bool { return false }
 

@@ -1,4 +1,4 @@
-package probe
+package exactfs
 
 import (
 	"encoding/binary"
@@ -59,27 +59,27 @@ var magics = map[uint32]fsName{
 // probeACL sets an extended POSIX access ACL (a named-user entry, which mode
 // bits cannot express, so the filesystem must store it), reads it back and
 // removes it.
-func probeACL(fd int) Result {
+func probeACL(fd int) ProbeResult {
 	const attr = "system.posix_acl_access"
 	acl := posixACL(uint32(os.Getuid()))
 	if err := sys.Fsetxattr(fd, attr, acl); err != nil {
 		if errors.Is(err, syscall.EOPNOTSUPP) {
-			return Result{false, "no POSIX ACLs on this filesystem (EOPNOTSUPP)"}
+			return ProbeResult{false, "no POSIX ACLs on this filesystem (EOPNOTSUPP)"}
 		}
-		return Result{false, "setting an ACL failed: " + errnoText(err)}
+		return ProbeResult{false, "setting an ACL failed: " + errnoText(err)}
 	}
 	buf := make([]byte, 256)
 	n, err := sys.Fgetxattr(fd, attr, buf)
 	if err != nil || n == 0 {
-		return Result{false, "an ACL was accepted but could not be read back"}
+		return ProbeResult{false, "an ACL was accepted but could not be read back"}
 	}
 	if err := sys.Fremovexattr(fd, attr); err != nil {
-		return Result{false, "an ACL was set but could not be removed: " + errnoText(err)}
+		return ProbeResult{false, "an ACL was set but could not be removed: " + errnoText(err)}
 	}
 	if _, err := sys.Fgetxattr(fd, attr, buf); !errors.Is(err, syscall.ENODATA) {
-		return Result{false, "an ACL was removed but is still reported"}
+		return ProbeResult{false, "an ACL was removed but is still reported"}
 	}
-	return Result{true, "POSIX ACLs can be set, read, cleared and verified absent"}
+	return ProbeResult{true, "POSIX ACLs can be set, read, cleared and verified absent"}
 }
 
 // posixACL encodes the xattr form of the ACL "u::rw-,u:<uid>:r--,g::---,m::r--,o::---".
@@ -108,17 +108,17 @@ func posixACL(uid uint32) []byte {
 // probeOFD takes an open-file-description write lock through fd and asks,
 // through a second open file description of the same file, whether the
 // kernel reports it: that is how a contender learns a Go holder is alive.
-func probeOFD(fd, other int) Result {
+func probeOFD(fd, other int) ProbeResult {
 	if err := sys.OFDTryLock(fd, 0, 0); err != nil {
-		return Result{false, "F_OFD_SETLK failed: " + errnoText(err)}
+		return ProbeResult{false, "F_OFD_SETLK failed: " + errnoText(err)}
 	}
 	held, _, err := sys.OFDConflict(other, 0, 0)
 	if err != nil {
-		return Result{false, "F_OFD_GETLK failed: " + errnoText(err)}
+		return ProbeResult{false, "F_OFD_GETLK failed: " + errnoText(err)}
 	}
 	if !held {
-		return Result{false, "a lock was granted but a second description does not see it"}
+		return ProbeResult{false, "a lock was granted but a second description does not see it"}
 	}
 	sys.OFDUnlock(fd, 0, 0)
-	return Result{true, "F_OFD_SETLK locks are taken and seen by a second open file description"}
+	return ProbeResult{true, "F_OFD_SETLK locks are taken and seen by a second open file description"}
 }

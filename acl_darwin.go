@@ -1,4 +1,4 @@
-package store
+package exactfs
 
 import (
 	"syscall"
@@ -39,7 +39,7 @@ var (
 	_ [syscall.EOPNOTSUPP - darwinEOPNOTSUPP]struct{}
 )
 
-func aclAttributes(Kind) []string { return []string{ACLAccess} }
+func aclAttributes(ownerKind) []string { return []string{ACLAccess} }
 
 var extendedSecurity = unix.Attrlist{
 	Bitmapcount: unix.ATTR_BIT_MAP_COUNT,

@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package exactfs
 
 import (
 	"encoding/binary"
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/exactfs/exactfs"
 )
 
 // macReply builds an fgetattrlist reply the way xnu's vfs_attr_pack does for
@@ -44,7 +42,7 @@ func TestMacACLQueryDecisionTable(t *testing.T) {
 		name  string
 		err   error
 		reply []byte
-		want  exactfs.Code
+		want  Code
 		hint  string
 	}{
 		{"no ACL (empty reference)", nil, absent, "", ""},
@@ -109,7 +107,7 @@ func TestMacACLNeedsClear(t *testing.T) {
 func TestMacACLClearDecisionTable(t *testing.T) {
 	cases := []struct {
 		err  error
-		want exactfs.Code
+		want Code
 	}{
 		{nil, ""},
 		{syscall.Errno(45), ""},  // ENOTSUP: the filesystem cannot hold an ACL
@@ -225,11 +223,11 @@ func TestMacACLAgainstXNUModel(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		k           xnuACL
-		verify      exactfs.Code // a query before anything
-		apply       exactfs.Code // clear, then query
+		verify      Code // a query before anything
+		apply       Code // clear, then query
 		applyOp     string
 		wantSets    int
-		afterVerify exactfs.Code
+		afterVerify Code
 	}{
 		{"no ACL: nothing written", xnuACL{aces: -1}, "", "", "", 0, ""},
 		{"two entries: removed", xnuACL{aces: 2}, CodeACLPresent, "", "", 1, ""},
@@ -242,7 +240,7 @@ func TestMacACLAgainstXNUModel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			k := c.k
 			m := k.calls()
-			code := func(err error) (exactfs.Code, string) {
+			code := func(err error) (Code, string) {
 				var e *Error
 				if err == nil {
 					return "", ""

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package store
+package exactfs
 
 import (
 	"os"
@@ -10,5 +10,5 @@ import (
 // prove an owner-only DACL, it fails closed.
 
 func ownerOnly(op string, f *os.File, apply bool) error {
-	return newErr(op, f.Name(), CodeACLUnavailable, "owner-only security cannot be proved on this platform; refusing", nil)
+	return ownerErr(op, f.Name(), CodeACLUnavailable, "owner-only security cannot be proved on this platform; refusing", nil)
 }

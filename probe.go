@@ -1,10 +1,4 @@
-// Package probe finds out, by trying, what the filesystem under a directory
-// supports that exactfs relies on: rename without replace, atomic exchange,
-// hard links, POSIX ACLs, open-file-description locks, and its type.
-//
-// Every probe runs on files it creates in a private subdirectory, which it
-// removes afterwards; nothing else in the directory is touched.
-package probe
+package exactfs
 
 import (
 	"crypto/rand"
@@ -17,35 +11,50 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// Result is the outcome of one probe.
-type Result struct {
+// The capability probe (exactfs doctor): it finds out, by trying, what the
+// filesystem under a directory supports that exactfs relies on: rename
+// without replace, atomic exchange, hard links, POSIX ACLs,
+// open-file-description locks, and its type. It lives beside the
+// primitives whose system calls it tries.
+//
+// Every probe runs on files it creates in a private subdirectory, which it
+// removes afterwards; nothing else in the directory is touched.
+
+// ProbeResult is the outcome of one probe.
+type ProbeResult struct {
 	// Supported is true when the operation worked as exactfs needs it to.
 	Supported bool
 	// Detail says what happened: the errno, or how support was verified.
 	Detail string
 }
 
-// Report is what Run found.
-type Report struct {
+// ProbeReport is what Probe found.
+type ProbeReport struct {
 	Dir             string
 	FSType          string // "ext4", "nfs", ...; "unknown (0x1234)" when the magic is not known
 	Network         bool   // a network or cluster filesystem shared between hosts
-	RenameNoReplace Result
-	Exchange        Result
-	HardLink        Result
-	ACL             Result
-	OFDLock         Result
+	RenameNoReplace ProbeResult
+	Exchange        ProbeResult
+	HardLink        ProbeResult
+	ACL             ProbeResult
+	OFDLock         ProbeResult
 }
 
-// Run probes the filesystem of dir. It fails only when it cannot create its
-// private subdirectory; each probe's own failure is a Result.
-func Run(dir string) (*Report, error) {
-	r := &Report{Dir: dir}
-	dfd, err := sys.OpenDir(sys.AtCWD, dir)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer sys.Close(dfd)
+// Probe probes the filesystem of d. It fails only when it cannot create its
+// private subdirectory in d; each probe's own failure is a ProbeResult. It
+// works beneath d's own descriptor (holding a reference to it), so the
+// directory probed is the one d was opened on, whatever its path names
+// meanwhile.
+func (d *Dir) Probe() (r *ProbeReport, err error) {
+	err = d.use("probe", func(dfd int) error {
+		r, err = probeIn(dfd, d.path)
+		return err
+	})
+	return r, err
+}
+
+func probeIn(dfd int, dir string) (*ProbeReport, error) {
+	r := &ProbeReport{Dir: dir}
 	name := fmt.Sprintf(".exactfs-doctor-%d-%x", os.Getpid(), randomWord())
 	if err := sys.Mkdir(dfd, name, 0o700); err != nil {
 		return nil, fmt.Errorf("create a probe directory in %s: %w", dir, err)
@@ -87,57 +96,57 @@ func Run(dir string) (*Report, error) {
 	src := "a"
 	switch err := sys.RenameNoReplace(tfd, "a", tfd, "c"); {
 	case err != nil:
-		r.RenameNoReplace = Result{false, errnoText(err)}
+		r.RenameNoReplace = ProbeResult{false, errnoText(err)}
 	default:
 		delete(created, "a")
 		created["c"] = true
 		src = "c"
 		switch err := sys.RenameNoReplace(tfd, "c", tfd, "b"); {
 		case errors.Is(err, syscall.EEXIST):
-			r.RenameNoReplace = Result{true, "renames to a free name, refuses an existing destination (EEXIST)"}
+			r.RenameNoReplace = ProbeResult{true, "renames to a free name, refuses an existing destination (EEXIST)"}
 		case err == nil:
 			delete(created, "c")
 			src = "b"
-			r.RenameNoReplace = Result{false, "DANGER: the rename replaced an existing file despite the no-replace flag"}
+			r.RenameNoReplace = ProbeResult{false, "DANGER: the rename replaced an existing file despite the no-replace flag"}
 		default:
-			r.RenameNoReplace = Result{false, "renamed to a free name, but failed on an existing destination: " + errnoText(err)}
+			r.RenameNoReplace = ProbeResult{false, "renamed to a free name, but failed on an existing destination: " + errnoText(err)}
 		}
 	}
 
 	// Exchange must swap the two names' contents: src holds "a", b holds "b".
 	if src == "b" {
-		r.Exchange = Result{false, "not probed: the no-replace rename destroyed a probe file"}
+		r.Exchange = ProbeResult{false, "not probed: the no-replace rename destroyed a probe file"}
 	} else if err := sys.Exchange(tfd, src, tfd, "b"); err != nil {
-		r.Exchange = Result{false, errnoText(err)}
+		r.Exchange = ProbeResult{false, errnoText(err)}
 	} else if got := readSmall(tfd, "b"); got != "a" {
-		r.Exchange = Result{false, fmt.Sprintf("the exchange returned success but %q holds %q", "b", got)}
+		r.Exchange = ProbeResult{false, fmt.Sprintf("the exchange returned success but %q holds %q", "b", got)}
 	} else {
-		r.Exchange = Result{true, "swaps two names atomically"}
+		r.Exchange = ProbeResult{true, "swaps two names atomically"}
 	}
 
 	// A hard link must name the same inode. exactfs checks that after a
 	// link, so a filesystem that reports it wrongly fails its fallback too.
 	if err := sys.Link(tfd, "b", tfd, "d"); err != nil {
-		r.HardLink = Result{false, errnoText(err)}
+		r.HardLink = ProbeResult{false, errnoText(err)}
 	} else {
 		created["d"] = true
 		sb, err1 := sys.Lstat(tfd, "b")
 		sd, err2 := sys.Lstat(tfd, "d")
 		switch {
 		case err1 != nil || err2 != nil:
-			r.HardLink = Result{false, "link(2) succeeded but the names cannot be examined"}
+			r.HardLink = ProbeResult{false, "link(2) succeeded but the names cannot be examined"}
 		case sb.Dev != sd.Dev || sb.Ino != sd.Ino:
-			r.HardLink = Result{false, fmt.Sprintf("link(2) succeeded but the two names report different inodes (%d, %d)", sb.Ino, sd.Ino)}
+			r.HardLink = ProbeResult{false, fmt.Sprintf("link(2) succeeded but the two names report different inodes (%d, %d)", sb.Ino, sd.Ino)}
 		case sb.Nlink != 2:
-			r.HardLink = Result{true, fmt.Sprintf("link(2) works, but the filesystem reports a link count of %d instead of 2", sb.Nlink)}
+			r.HardLink = ProbeResult{true, fmt.Sprintf("link(2) works, but the filesystem reports a link count of %d instead of 2", sb.Nlink)}
 		default:
-			r.HardLink = Result{true, "link(2) works (the publish fallback where rename flags are missing)"}
+			r.HardLink = ProbeResult{true, "link(2) works (the publish fallback where rename flags are missing)"}
 		}
 	}
 
 	fd, err := sys.Open(tfd, "b", os.O_RDWR, 0)
 	if err != nil {
-		r.ACL = Result{false, "could not open the probe file: " + errnoText(err)}
+		r.ACL = ProbeResult{false, "could not open the probe file: " + errnoText(err)}
 		r.OFDLock = r.ACL
 		return r, nil
 	}
@@ -145,7 +154,7 @@ func Run(dir string) (*Report, error) {
 	r.ACL = probeACL(fd)
 	fd2, err := sys.Open(tfd, "b", os.O_RDWR, 0)
 	if err != nil {
-		r.OFDLock = Result{false, "could not open the probe file twice: " + errnoText(err)}
+		r.OFDLock = ProbeResult{false, "could not open the probe file twice: " + errnoText(err)}
 		return r, nil
 	}
 	defer sys.Close(fd2)

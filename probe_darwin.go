@@ -1,4 +1,4 @@
-package probe
+package exactfs
 
 import "github.com/exactfs/exactfs/internal/sys"
 
@@ -15,10 +15,10 @@ func fsType(fd int) (name string, network bool) {
 	return n, false
 }
 
-func probeACL(int) Result {
-	return Result{false, "not probed on macOS (extended ACLs are checked by the store itself)"}
+func probeACL(int) ProbeResult {
+	return ProbeResult{false, "not probed on macOS (extended ACLs are checked by the store itself)"}
 }
 
-func probeOFD(int, int) Result {
-	return Result{false, "macOS has no open-file-description locks; a holder is judged by pid and start time"}
+func probeOFD(int, int) ProbeResult {
+	return ProbeResult{false, "macOS has no open-file-description locks; a holder is judged by pid and start time"}
 }

@@ -1,14 +1,12 @@
 //go:build unix
 
-package store
+package exactfs
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"syscall"
-
-	"github.com/exactfs/exactfs"
 )
 
 // The macOS extended-ACL check, built on every Unix so that it is
@@ -66,13 +64,13 @@ func macRemoveACLRequest() []byte {
 // query refused (an entry that denies the owner readsecurity), malformed or
 // failed still tries the removal, which the owner may make regardless; the
 // query after it decides.
-func macACLNeedsClear(c exactfs.Code, _ string) bool { return c != "" }
+func macACLNeedsClear(c Code, _ string) bool { return c != "" }
 
 // macACLClearOutcome maps the fsetattrlist result onto SPEC §5.1's codes;
 // "" is success. A filesystem that cannot hold an ACL (ENOTSUP,
 // EOPNOTSUPP) or has none to remove (ENOATTR, from the kernel's xattr
 // fallback) succeeds: the query that follows decides.
-func macACLClearOutcome(err error) (exactfs.Code, string) {
+func macACLClearOutcome(err error) (Code, string) {
 	if err == nil {
 		return "", ""
 	}
@@ -95,7 +93,7 @@ func macACLClearOutcome(err error) (exactfs.Code, string) {
 // buffer) onto SPEC §5.1's codes; "" means no ACL can grant access. An ACL
 // with zero entries still counts as present, as any ACL attribute does on
 // Linux: the check is "no ACL", not "no harmful entry".
-func macACLQueryOutcome(err error, reply []byte) (exactfs.Code, string) {
+func macACLQueryOutcome(err error, reply []byte) (Code, string) {
 	if err != nil {
 		var en syscall.Errno
 		if !errors.As(err, &en) {
@@ -111,7 +109,7 @@ func macACLQueryOutcome(err error, reply []byte) (exactfs.Code, string) {
 		}
 		return CodeACLUnknown, "the extended ACL could not be queried"
 	}
-	malformed := func(what string) (exactfs.Code, string) {
+	malformed := func(what string) (Code, string) {
 		return CodeACLMalformed, "the kernel's extended-security reply is not in the layout this code reads: " + what
 	}
 	if len(reply) < 4+attrReferenceSize {

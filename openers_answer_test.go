@@ -1,4 +1,4 @@
-package idle
+package exactfs
 
 import (
 	"errors"
@@ -14,18 +14,18 @@ func TestAnswer(t *testing.T) {
 		res  error
 		want Answer
 	}{
-		{nil, No},
-		{sys.ErrWouldBlock, Yes},
-		{sys.ErrUnsupported, Unknown},
-		{errors.New("EINVAL"), Unknown},
+		{nil, AnswerNo},
+		{sys.ErrWouldBlock, AnswerYes},
+		{sys.ErrUnsupported, AnswerUnknown},
+		{errors.New("EINVAL"), AnswerUnknown},
 	}
 	for _, c := range cases {
-		got, why := answer(c.res, "busy")
-		if got != c.want || (got == No) != (why == "") {
+		got, why := openAnswer(c.res, "busy")
+		if got != c.want || (got == AnswerNo) != (why == "") {
 			t.Errorf("answer(%v) = %v %q, want %v (a reason unless No)", c.res, got, why, c.want)
 		}
 	}
-	if Answer(0) != Unknown || Unknown.String() != "unknown" {
+	if Answer(0) != AnswerUnknown || AnswerUnknown.String() != "unknown" {
 		t.Error("the zero Answer must be Unknown")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package probe
+package exactfs
 
 import (
 	"syscall"
