@@ -35,6 +35,14 @@ type acquisition struct {
 	// the lock itself (a skipped attempt keeps the one before).
 	attempts int
 	last     *contention
+	// arrived is when this caller first took a seat in the mailbox (its
+	// ticket there: Go waiters are served in arrival order, and a waiter
+	// that withdrew and seats again keeps its place).
+	arrived int64
+	// direct: the next attempt goes under the claim at once, without a
+	// peek (a seated waiter that saw the holder go: the slot locks of the
+	// waiters still seated would read as a holder to a peek).
+	direct bool
 }
 
 // tried says how an attempt that did not take the lock went.
@@ -62,6 +70,8 @@ func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error)
 		how.behind = how.skipped
 	case a.tk != nil && !l.first(a.tk):
 		c, how = a.last, tried{skipped: true, behind: true}
+	case a.direct:
+		a.direct = false
 	case a.last != nil:
 		c = l.peek(a.last, a.tk)
 	}

@@ -154,6 +154,14 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 		case h != nil:
 			return a.held(h), nil
 		}
+		if h, done, err := a.handoffWait(c); done {
+			if err != nil {
+				return nil, err
+			}
+			return a.held(h), nil
+		} else if h == nil && err == nil && a.direct {
+			continue // withdrew from the mailbox: attempt at once
+		}
 		if err := a.wait(c, how); err != nil {
 			return nil, err
 		}
@@ -316,6 +324,14 @@ func (h *Held) unlock(early, away bool) error {
 // (parkRecord) after the claim is given back, so waiters woken by its close
 // find the claim free; away: see parkRecord.
 func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
+	if done, err := l.handoff(r); done {
+		// F.lock is the waiter's now (handoff.go); our descriptor holds
+		// nothing of it. Closed, not parked: the next lock of this
+		// process finds a live record there, not a tombstone to reuse.
+		r.f.Close()
+		return 1, err
+	}
+	defer l.nudge()
 	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
 	defer func() {
 		ofdUnlock(r.f)

@@ -59,17 +59,21 @@ func Open(d *exactfs.Dir, lockName string, create bool) (*Mailbox, error) {
 		return nil, &unusable{path: path, why: "it cannot be mapped shared: " + err.Error()}
 	}
 	m := &Mailbox{f: f, mem: mem, Dev: st.Dev, Ino: st.Ino, path: path}
+	// A seat's descriptor is a new open file description of this very
+	// inode (its seat lock must be its own, apart from every other seat's
+	// and from this process's grant bytes), opened through /proc so that
+	// no name is looked up again and the directory need not stay open.
 	m.reopen = func() (*os.File, error) {
-		g, err := d.OpenFile(name, os.O_RDWR, 0)
+		fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, err
 		}
 		var gs unix.Stat_t
-		if err := unix.Fstat(int(g.Fd()), &gs); err != nil || gs.Dev != st.Dev || gs.Ino != st.Ino {
-			g.Close()
-			return nil, &unusable{path: path, why: "its name now names another file"}
+		if err := unix.Fstat(fd, &gs); err != nil || gs.Dev != st.Dev || gs.Ino != st.Ino {
+			unix.Close(fd)
+			return nil, &unusable{path: path, why: "a second descriptor on it names another file"}
 		}
-		return g, nil
+		return os.NewFile(uintptr(fd), path), nil
 	}
 	return m, nil
 }
