@@ -55,4 +55,3 @@ func handoffWaitWorker() error {
 	fmt.Println("acquired")
 	return h.Unlock()
 }
-
