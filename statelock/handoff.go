@@ -307,7 +307,7 @@ const (
 // caller releases it).
 func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcome) {
 	l := a.l
-	if !l.cohort() || a.once {
+	if !l.cohort() || a.once || !l.slotLocked() {
 		return nil, notSeated
 	}
 	f, err := l.dir.OpenFile(l.lockName, os.O_RDWR, 0)
@@ -345,8 +345,16 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 	}
 	hook.Fire(hook.LockHandoffSeated, l.lockPath)
 	giveUp := false
+	// The poll grows from handoffPoll to backoffMax while F.lock stays as
+	// it was: a grant wakes us through the futex, so the poll only bounds
+	// how late a holder's death (no event) or a release without a nudge
+	// (an older exactfs, a TypeScript reclaim) is seen.
+	poll, prev := handoffPoll, []byte(nil)
 	for {
 		got, gid, err := readHeld(f)
+		if err == nil && !bytes.Equal(got, prev) {
+			poll, prev = handoffPoll, got
+		}
 		if err == nil && ours(got, b) {
 			if l.namedPatiently(gid) {
 				hook.Fire(hook.LockHandoffAccepted, l.lockPath)
@@ -398,8 +406,24 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 			// GRANTING: a granter is at work; its outcome comes soon (or
 			// its death, which Recover sees).
 		}
-		seat.Sleep(handoffPoll)
+		seat.Sleep(poll)
+		poll = min(2*poll, backoffMax)
 	}
+}
+
+// slotLocked is the cheap test before a waiter opens F.lock to seat
+// itself: some kernel slot lock is held on the inode F.lock names (asked
+// through the process's shared look descriptor, which opens and closes
+// nothing, so no other waiter's watch is woken). A TypeScript holder
+// holds none, and its waiters never open F.lock read-write for nothing.
+func (l *locker) slotLocked() bool {
+	fd, done := l.lookProbe(l.lockName)
+	if fd < 0 {
+		return false
+	}
+	defer done()
+	held, known := sys.OFDHeld(fd, slotBase, queueBase-slotBase)
+	return held && known
 }
 
 // cohortHolder reports whether data, read through f, is the live record of

@@ -388,7 +388,7 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 	// new, and the identity of the tombstone is of no use to anyone (so no
 	// fstat after the write). The name must still name our inode after it:
 	// if someone replaced our record in between, the release fails loudly.
-	if err := overwrite(r.f, l.path(l.lockName), int64(len(r.data)), r.data, l.tombstone().Encode()); err != nil {
+	if _, err := overwrite(r.f, l.path(l.lockName), int64(len(r.data)), r.data, l.tombstone().Encode()); err != nil {
 		return err
 	}
 	return l.stillNames(l.lockName, r.id)
