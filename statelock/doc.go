@@ -131,7 +131,32 @@
 // published whole (staged, locked, written, renamed without replace), so a
 // kill never leaves an empty record of ours that no rule may reclaim.
 //
-// Waiters sleep with backoff and wake early on an inotify event of the
+// Between two Go holders the lock is handed over directly (SPEC §4.8.2,
+// handoff.go): a Go waiter that finds a live Go owner (a record with
+// "ofd_slot" whose slot lock the kernel shows held) takes its own slot
+// lock on F.lock's inode and publishes the exact record it wants there in
+// a seat of the mailbox, the private file
+// .gjc-delete-state-lock-mailbox-F.lock beside the lock (internal/wake: 64
+// seats, mapped shared, each waiter's seat held by an OFD lock, a state
+// word changed only by compare-and-swap, a shared futex to sleep on). The
+// owner's release serves the oldest seated waiter without the transition
+// claim: it moves the seat to GRANTING, checks the waiter's slot lock on
+// its inode, writes the waiter's bytes over its own with one pwrite
+// (padded with spaces, no truncate), checks that F.lock still names the
+// inode (looking again while a peer's exact unlink has it detached), and
+// wakes the waiter, which enters once it reads exactly its bytes through
+// its own descriptor. F.lock goes from one live record to the next and
+// never holds a tombstone in between, so no reference process ever finds
+// one to take; a granter or a waiter killed at any step leaves a record
+// whose slot lock says at once whether its owner lives. With no Go waiter
+// seated the release is the reference one, and the oldest seated waiter,
+// if any, is woken to attempt at once. The mailbox is used only when it
+// is our uid's, 0600, one link, of its fixed size, on a filesystem that
+// answers the lease probe (local); otherwise, and where there are no OFD
+// locks or no kernel slot, waiters wait the reference way below.
+//
+// Waiters behind anyone else (a TypeScript holder, an older exactfs, a
+// busy claim) sleep with backoff and wake early on an inotify event of the
 // F.lock inode; they, and new callers, look at the kernel lock before
 // taking the claim, so a crowd of waiters does not starve the holder's
 // release of the claim it needs; and they queue by arrival (queue.go) with
@@ -149,7 +174,8 @@
 // waiter has waited longer than bargeWindow, and after 0.5 ms when waiters
 // younger than that are queued, except after Update's early release by a
 // process whose directory fsyncs take longer than those 0.5 ms: it will not
-// be back sooner, so the first waiter is woken at once.
+// be back sooner, so the first waiter is woken at once. A release that
+// hands off closes its descriptor (F.lock is the waiter's record now).
 //
 // # Outcomes
 //

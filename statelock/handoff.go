@@ -345,7 +345,7 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 	}
 	hook.Fire(hook.LockHandoffSeated, l.lockPath)
 	giveUp := false
-	// The poll grows from handoffPoll to backoffMax while F.lock stays as
+	// The poll grows from handoffPoll to wake.BackoffMax while F.lock stays as
 	// it was: a grant wakes us through the futex, so the poll only bounds
 	// how late a holder's death (no event) or a release without a nudge
 	// (an older exactfs, a TypeScript reclaim) is seen.
@@ -407,7 +407,7 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 			// its death, which Recover sees).
 		}
 		seat.Sleep(poll)
-		poll = min(2*poll, backoffMax)
+		poll = min(2*poll, wake.BackoffMax)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // claimRetry bounds the sleeps while the transition claim is busy. A claim
@@ -138,7 +139,7 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 // (acquire.go).
 func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
-	a.claimBo.min, a.claimBo.max = claimRetryMin, claimRetryMax
+	a.claimBo.Min, a.claimBo.Max = claimRetryMin, claimRetryMax
 	defer a.end()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -348,8 +349,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		budget = l.cfg.wait
 	}
 	start := time.Now()
-	var bo backoff
-	bo.min, bo.max = claimRetryMin, claimRetryMax
+	bo := wake.Backoff{Min: claimRetryMin, Max: claimRetryMax}
 	for attempts := 1; ; attempts++ {
 		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
 		if busy == nil {
@@ -359,7 +359,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		if remaining <= 0 {
 			return attempts, fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
 		}
-		time.Sleep(bo.step(remaining))
+		time.Sleep(bo.Step(remaining))
 	}
 }
 

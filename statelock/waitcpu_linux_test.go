@@ -18,6 +18,7 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/tsseed"
 	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // Waiters do not spin, whoever holds (SPEC §4.4, §4.7 "Non-spinning
@@ -122,7 +123,7 @@ func checkQuietSeated(t *testing.T, r waitReport) {
 	if r.CPU > r.Elapsed/20 {
 		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
 	}
-	if most := int(waitBudget/backoffMax) + 10; r.Attempts > most {
+	if most := int(waitBudget/wake.BackoffMax) + 10; r.Attempts > most {
 		t.Errorf("%d attempts in %s: more than the backoff's %d", r.Attempts, waitBudget, most)
 	}
 }
@@ -150,13 +151,13 @@ func checkQuietN(t *testing.T, r waitReport, claimSteps, waiters int) {
 	if r.CPU > r.Elapsed/20 {
 		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)
 	}
-	most := int(waitBudget/backoffMax) + 10 + claimSteps
+	most := int(waitBudget/wake.BackoffMax) + 10 + claimSteps
 	if waiters > 1 {
 		most *= 2
 	}
-	least := int(waitBudget/backoffMax) / 2
+	least := int(waitBudget/wake.BackoffMax) / 2
 	if n > most || n < least {
-		t.Errorf("%d attempts in %s; the backoff (%s doubling to %s) allows %d to %d", n, waitBudget, backoffMin, backoffMax, least, most)
+		t.Errorf("%d attempts in %s; the backoff (%s doubling to %s) allows %d to %d", n, waitBudget, wake.BackoffMin, wake.BackoffMax, least, most)
 	}
 }
 
@@ -207,7 +208,7 @@ func TestWaiterQuietWhateverHolds(t *testing.T) {
 
 // TestWaiterQuietWithoutInotify: where there is no inotify (every Mac; a
 // Linux whose inotify_init1 fails, e.g. with max_user_instances spent)
-// newWaker returns nil and every wait is a timed sleep of the backoff. The
+// wake.NewWatch returns nil and every wait is a timed sleep of the backoff. The
 // waiter runs with the watch switched off (noWaker) behind a live exactfs
 // holder in another process and behind a live TypeScript-style record. On
 // 20b7f43 the nil watch sent every wait back to "arm the watch, look again
@@ -334,8 +335,8 @@ func TestWaiterReclaimsKilledTypeScriptHolderPromptly(t *testing.T) {
 	if after < 1 || after > 2 {
 		t.Errorf("%d attempts after the kill, want 1 or 2: the first attempt after a backoff step must reclaim a dead holder", after)
 	}
-	if delay > 10*backoffMax {
-		t.Errorf("reclaimed %s after the kill; one backoff step is at most %s", delay, backoffMax)
+	if delay > 10*wake.BackoffMax {
+		t.Errorf("reclaimed %s after the kill; one backoff step is at most %s", delay, wake.BackoffMax)
 	}
 	if r.CPU > r.Elapsed/20 {
 		t.Errorf("the waiter used %s of CPU in %s: more than 5%% of a core", r.CPU, r.Elapsed)

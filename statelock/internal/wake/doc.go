@@ -34,6 +34,11 @@
 // waiter's arrival on the host's monotonic clock), so Go waiters are served
 // in arrival order.
 //
-// Knobs are fields (Waiter.Poll), not package variables, so tests run in
+// Beside the mailbox, the package has the waiting of a waiter that is not
+// seated (behind a TypeScript holder, an older exactfs, a busy claim):
+// Watch, the inotify watch of F.lock's inode that wakes it early, and
+// Backoff, the bounded sleeps between its attempts (5 ms doubling to
+// 100 ms, SPEC §4.4). Their knobs are fields and arguments (Backoff.Min,
+// Backoff.Max, NewWatch's off), not package variables, so tests run in
 // parallel.
 package wake
