@@ -2,6 +2,7 @@ package statelock
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -344,6 +345,8 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 		return nil, notSeated
 	}
 	hook.Fire(hook.LockHandoffSeated, l.lockPath)
+	stop := context.AfterFunc(a.ctx, seat.Interrupt)
+	defer stop()
 	giveUp := false
 	// The poll grows from handoffPoll to wake.BackoffMax while F.lock stays as
 	// it was: a grant wakes us through the futex, so the poll only bounds
@@ -406,7 +409,11 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 			// GRANTING: a granter is at work; its outcome comes soon (or
 			// its death, which Recover sees).
 		}
-		seat.Sleep(poll)
+		if !giveUp {
+			seat.Sleep(max(time.Millisecond, min(poll, time.Until(deadline))))
+		} else {
+			seat.Sleep(poll)
+		}
 		poll = min(2*poll, wake.BackoffMax)
 	}
 }

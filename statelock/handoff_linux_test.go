@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -452,5 +453,42 @@ func TestHandoffRefusesWaiterWithoutSlotLock(t *testing.T) {
 	}
 	if seat.State() != wake.Waiting {
 		t.Fatalf("the refused seat is %v, want WAITING", seat.State())
+	}
+}
+
+// TestHandoffSeatedWaiterCancelled: a seated waiter whose context ends
+// returns the context's error at once (its futex sleep is interrupted),
+// and leaves its seat: nothing stays WAITING in the mailbox.
+func TestHandoffSeatedWaiterCancelled(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := Lock(ctx, e.state, e.opts(WithWait(time.Minute))...)
+		got <- err
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrLocked) {
+			t.Fatalf("a cancelled seated waiter returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled seated waiter did not return")
+	}
+	if n := waitingSeats(e); n != 0 {
+		t.Fatalf("%d seats still WAITING after the waiter left", n)
 	}
 }

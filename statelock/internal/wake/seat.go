@@ -142,6 +142,10 @@ func (s *Seat) Sleep(d time.Duration) {
 	s.last = atomic.LoadUint32(w)
 }
 
+// Interrupt wakes the waiter sleeping on this seat (its word unchanged):
+// its context ended, and it should look at once.
+func (s *Seat) Interrupt() { sys.FutexWake(s.m.wordAt(s.i), 1<<30) }
+
 // Recover puts a seat that is GRANTING under a granter that is gone (no
 // process holds its grant byte) back to WAITING, and reports whether it
 // did. SPEC §4.8.2: a waiter stuck mid-grant when the granter dies goes
