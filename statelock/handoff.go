@@ -215,6 +215,15 @@ func (l *locker) handoff(r *heldRecord) (bool, error) {
 		return false, nil
 	}
 	defer done()
+	if mb.Waiting() > 0 && ticketNow()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
+		// A reference contender is polling: hand-offs would pass F.lock
+		// from Go owner to Go owner for as long as Go waiters queue and
+		// it would never see a tombstone. Release the reference way and
+		// hold Go takers of the tombstone back for one of its backoff
+		// steps (SPEC §4.8.3 asks the same of sticky ownership).
+		mb.Yield(ticketNow() + int64(referenceYield))
+		return false, nil
+	}
 	var refused [wake.Seats]bool
 	for {
 		g := mb.Grant(func(i int) bool { return refused[i] })
@@ -281,15 +290,108 @@ func (l *locker) namesAgain(id exactfs.Identity) bool {
 }
 
 // nudge wakes the oldest seated waiter after a reference release, so that
-// it attempts at once instead of at its next poll.
+// it attempts at once instead of at its next poll (not while Go yields to
+// a reference contender).
 func (l *locker) nudge() {
 	if !l.cohort() {
 		return
 	}
 	if mb, done := l.mailbox(false); mb != nil {
-		mb.Nudge()
+		if !mb.Yielding(ticketNow()) {
+			mb.Nudge()
+		}
 		done()
 	}
+}
+
+// referenceRecent and referenceYield are the fairness towards reference
+// contenders (TypeScript peers, older exactfs on the reference path): one
+// that polls rewrites the claim's sidecar at each attempt (its record in,
+// its tombstone out), which Go cohort members never do (§4.8.4), so a
+// sidecar written within referenceRecent means one is polling; its
+// backoff grows to 100 ms between attempts, so Go takers stay off a
+// tombstone for referenceYield to let its next attempt find it.
+//
+// Yields are spaced by referenceYieldEvery (from the end of the last one
+// asked), so that a reference contender gets a turn at least that often
+// beside Go waiters that would otherwise hand the lock on among
+// themselves, without Go waiting out a yield after every cycle.
+const (
+	referenceRecent     = 250 * time.Millisecond
+	referenceYield      = 120 * time.Millisecond
+	referenceYieldEvery = 100 * time.Millisecond
+)
+
+// sidecarSeen is the sidecar's mtime as this process last saw it at a
+// release, per lock.
+var sidecarSeen struct {
+	sync.Mutex
+	m map[mailboxKey]time.Time
+}
+
+// referencePolling reports whether the sidecar was written since this
+// process last looked at a release, within referenceRecent (one lstat).
+// The first look only remembers: a Go process writes the sidecar too, on
+// a lock's very first take and when it heals a crashed claim, once; a
+// reference poller writes it at every attempt.
+func (l *locker) referencePolling() bool {
+	fi, err := l.dir.Lstat(l.sidecar)
+	if err != nil {
+		return false
+	}
+	dev, ino := l.dir.Inode()
+	key := mailboxKey{dev, ino, l.lockName}
+	mt := fi.ModTime()
+	sidecarSeen.Lock()
+	defer sidecarSeen.Unlock()
+	if sidecarSeen.m == nil {
+		sidecarSeen.m = map[mailboxKey]time.Time{}
+	}
+	prev, seen := sidecarSeen.m[key]
+	if !seen && len(sidecarSeen.m) >= 4*mailboxMax {
+		clear(sidecarSeen.m)
+	}
+	sidecarSeen.m[key] = mt
+	return seen && !mt.Equal(prev) && time.Since(mt) < referenceRecent
+}
+
+// yielding reports whether this lock's mailbox, if this process has it
+// mapped, asks Go takers to stay off the tombstone now. The yield ends as
+// soon as a reference holder's record is in F.lock (it had its turn): the
+// one read this costs is paid only while a yield is on.
+func (l *locker) yielding() bool {
+	if !l.cohort() {
+		return false
+	}
+	dev, ino := l.dir.Inode()
+	mailboxes.Lock()
+	e := mailboxes.m[mailboxKey{dev, ino, l.lockName}]
+	mailboxes.Unlock()
+	if e == nil || !e.mb.Yielding(ticketNow()) {
+		return false
+	}
+	if l.referenceHolds() {
+		e.mb.EndYield()
+	}
+	return true
+}
+
+// referenceHolds reports whether F.lock holds a live record without a
+// kernel slot (a TypeScript peer's, or an older exactfs's), read through
+// the shared look descriptor.
+func (l *locker) referenceHolds() bool {
+	fd, done := l.lookProbe(l.lockName)
+	if fd < 0 {
+		return false
+	}
+	defer done()
+	buf := make([]byte, exactfs.RecordCap)
+	n, err := sys.Pread(fd, buf, 0)
+	if err != nil || n <= 0 || n == len(buf) {
+		return false
+	}
+	r, err := ParseRecord(buf[:n])
+	return err == nil && !r.Released && r.OfdSlot == 0
 }
 
 // handoffOutcome is how a seated wait ended.

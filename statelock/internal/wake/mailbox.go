@@ -6,13 +6,15 @@ import (
 	"time"
 )
 
-// Layout of the mailbox file: Seats seats of SeatSize bytes. A seat is its
-// state word (uint32 at 0), the length of its record (uint32 at 4), its
-// ticket (int64 at 8) and the record bytes (from 16).
+// Layout of the mailbox file: Seats seats of SeatSize bytes, then one more
+// SeatSize block, the header. A seat is its state word (uint32 at 0), the
+// length of its record (uint32 at 4), its ticket (int64 at 8) and the
+// record bytes (from 16). The header holds the yield deadline (int64 at 0,
+// host monotonic nanoseconds, see Yield) and the last one asked (at 8).
 const (
-	Seats     = 64
+	Seats     = 63
 	SeatSize  = 512
-	Size      = Seats * SeatSize
+	Size      = (Seats + 1) * SeatSize
 	header    = 16
 	MaxRecord = SeatSize - header
 	// GrantLockBase is where the granters' lock bytes begin (beyond the

@@ -58,6 +58,39 @@ func (m *Mailbox) Waiting() int {
 	return n
 }
 
+// Yield asks every Go process not to take the lock over a tombstone
+// before until (host monotonic nanoseconds): a reference contender (a
+// TypeScript peer, which polls F.lock with its own backoff and cannot be
+// seated) is given its turn. The deadline only moves later.
+func (m *Mailbox) Yield(until int64) {
+	atomic.StoreInt64((*int64)(unsafe.Pointer(&m.mem[Seats*SeatSize+8])), until)
+	p := (*int64)(unsafe.Pointer(&m.mem[Seats*SeatSize]))
+	for {
+		old := atomic.LoadInt64(p)
+		if old >= until || atomic.CompareAndSwapInt64(p, old, until) {
+			return
+		}
+	}
+}
+
+// LastYield is when the last yield was asked to end (host monotonic
+// nanoseconds; 0: never), kept when EndYield ends it early, so that
+// owners can space yields out.
+func (m *Mailbox) LastYield() int64 {
+	return atomic.LoadInt64((*int64)(unsafe.Pointer(&m.mem[Seats*SeatSize+8])))
+}
+
+// EndYield ends the yield at once: the reference contender had its turn.
+func (m *Mailbox) EndYield() {
+	atomic.StoreInt64((*int64)(unsafe.Pointer(&m.mem[Seats*SeatSize])), 0)
+}
+
+// Yielding reports whether now (host monotonic nanoseconds) is before the
+// yield deadline.
+func (m *Mailbox) Yielding(now int64) bool {
+	return now < atomic.LoadInt64((*int64)(unsafe.Pointer(&m.mem[Seats*SeatSize])))
+}
+
 // Seat is a waiter's place in the mailbox: its own descriptor on the
 // mailbox, which holds the seat's lock byte, and the word it sleeps on.
 type Seat struct {
