@@ -456,7 +456,7 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 	// (an older exactfs, a TypeScript reclaim) is seen.
 	poll, prev := handoffPoll, []byte(nil)
 	for {
-		got, gid, err := readHeld(f)
+		got, gid, err := l.readSettled(f)
 		if err == nil && !bytes.Equal(got, prev) {
 			poll, prev = handoffPoll, got
 		}
@@ -500,7 +500,7 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 				// The withdrawal is final; a grant that landed before it
 				// (a granter that died after its pwrite, whose seat we
 				// put back to WAITING) is in F.lock now: look once more.
-				if got, gid, err := readHeld(f); err == nil && ours(got, b) && l.namedPatiently(gid) {
+				if got, gid, err := l.readSettled(f); err == nil && ours(got, b) && l.namedPatiently(gid) {
 					seat.Leave()
 					return &heldRecord{name: l.lockName, f: f, id: gid, data: got, rec: me}, granted
 				}
@@ -533,6 +533,28 @@ func (l *locker) slotLocked() bool {
 	defer done()
 	held, known := sys.OFDHeld(fd, slotBase, queueBase-slotBase)
 	return held && known
+}
+
+// readSettled reads F.lock through f twice (fstat and pread each) and
+// returns what both reads agree on. One read is not enough for the
+// identity a holder keeps: its fstat may come before a granter's pwrite
+// updates the mtime and its pread after the bytes landed, and a release
+// that proves "our bytes, our identity" later would then find the mtime
+// moved and report our own record as replaced. A disagreement is
+// reported as changed_during_read (the caller looks again).
+func (l *locker) readSettled(f *os.File) ([]byte, exactfs.Identity, error) {
+	got, gid, err := readHeld(f)
+	if err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	again, aid, err := readHeld(f)
+	if err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	if !bytes.Equal(got, again) || !sameRecord(gid, aid) {
+		return nil, exactfs.Identity{}, exactfs.ErrChangedDuringRead
+	}
+	return again, aid, nil
 }
 
 // cohortHolder reports whether data, read through f, is the live record of
