@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // acquisition is one acquire call: its budget and what its attempts have
@@ -16,9 +17,9 @@ type acquisition struct {
 	budget  time.Duration
 	once    bool // TryLock: one attempt
 	start   time.Time
-	bo      backoff // the sleeps while a holder keeps the lock
-	claimBo backoff // the sleeps while the transition claim is busy
-	w       *waker
+	bo      wake.Backoff // the sleeps while a holder keeps the lock
+	claimBo wake.Backoff // the sleeps while the transition claim is busy
+	w       *wake.Watch
 	tk      *ticket
 	// armed is whether the watch and the place in the queue were set up
 	// (after the first contention). It is not w != nil: where inotify is
@@ -35,7 +36,20 @@ type acquisition struct {
 	// the lock itself (a skipped attempt keeps the one before).
 	attempts int
 	last     *contention
+	// arrived is when this caller first took a seat in the mailbox (its
+	// ticket there: Go waiters are served in arrival order, and a waiter
+	// that withdrew and seats again keeps its place).
+	arrived int64
+	// direct: the next attempt goes under the claim at once, without a
+	// peek (a seated waiter that saw the holder go: the slot locks of the
+	// waiters still seated would read as a holder to a peek).
+	direct bool
 }
+
+// noWaker makes every wait a timed sleep, as where inotify is unavailable
+// (wake.NewWatch). A variable for tests: the no-inotify path (every Mac)
+// runs on Linux.
+var noWaker = false
 
 // tried says how an attempt that did not take the lock went.
 type tried struct {
@@ -44,7 +58,7 @@ type tried struct {
 }
 
 // end gives back the watch and the place in the queue.
-func (a *acquisition) end() { a.w.close(); a.tk.leave() }
+func (a *acquisition) end() { a.w.Close(); a.tk.leave() }
 
 // try makes one attempt. It only looks, without taking the claim, when it
 // can tell the lock is not for it now: a new caller at a holder the kernel
@@ -62,8 +76,15 @@ func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error)
 		how.behind = how.skipped
 	case a.tk != nil && !l.first(a.tk):
 		c, how = a.last, tried{skipped: true, behind: true}
+	case a.direct:
+		a.direct = false
 	case a.last != nil:
 		c = l.peek(a.last, a.tk)
+	}
+	if c == nil && !a.once && l.yielding() {
+		// Go yields a tombstone to a reference contender for a moment
+		// (handoff.go, referenceYield).
+		c, how = &contention{reason: ReasonOwnerLive, holder: "a TypeScript contender's turn"}, tried{skipped: true}
 	}
 	if c == nil {
 		h, c, err = l.attempt()
@@ -108,22 +129,22 @@ func (a *acquisition) wait(c *contention, how tried) error {
 			// attempt has found busy for this long is stuck (its taker
 			// stopped, or died where no rule may break it): waiting on
 			// it is waiting on a holder, and paced like it.
-			a.claimBo.max = backoffMax
+			a.claimBo.Max = wake.BackoffMax
 		}
-		if err := sleepCtx(a.ctx, a.claimBo.step(remaining)); err != nil {
+		if err := wake.Sleep(a.ctx, a.claimBo.Step(remaining)); err != nil {
 			return a.fail(timeoutReason(c), c, err)
 		}
 		return nil
 	}
-	a.claimBo.reset()
-	a.claimBo.max, a.claimBusy = claimRetryMax, time.Time{}
+	a.claimBo.Reset()
+	a.claimBo.Max, a.claimBusy = claimRetryMax, time.Time{}
 	if !a.armed {
 		// Arm the watch and take a place in the queue, then look again at
 		// once: a release between the failed attempt and the watch would
 		// otherwise cost a full sleep. Once only: with no inotify the
 		// watch stays nil and the waits below are plain timed sleeps.
 		a.armed = true
-		a.w = newWaker(a.l.dir.Name(), a.l.lockName)
+		a.w = wake.NewWatch(a.l.dir.Name(), a.l.lockName, noWaker)
 		a.tk = a.l.join(nil)
 		return nil
 	}
@@ -135,13 +156,13 @@ func (a *acquisition) wait(c *contention, how tried) error {
 	// were before the last attempt is spurious (our own attempt's
 	// closes, another waiter's, a reader's): the attempt would fail
 	// again on the same state, so sleep on to the same deadline.
-	deadline := time.Now().Add(a.bo.step(remaining))
+	deadline := time.Now().Add(a.bo.Step(remaining))
 	for {
 		d := time.Until(deadline)
 		if d <= 0 {
 			return nil
 		}
-		woke, err := a.w.wait(a.ctx, d, !how.behind)
+		woke, err := a.w.Wait(a.ctx, d, !how.behind)
 		if err != nil {
 			return a.fail(timeoutReason(c), c, err)
 		}

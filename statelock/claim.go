@@ -153,7 +153,7 @@ func (l *locker) releaseClaim(c *heldRecord) error {
 		}
 	}()
 	if !c.kept {
-		if err := overwrite(c.f, l.path(l.sidecar), int64(len(c.data)), c.data, l.tombstone().Encode()); err != nil {
+		if _, err := overwrite(c.f, l.path(l.sidecar), int64(len(c.data)), c.data, l.tombstone().Encode()); err != nil {
 			return fmt.Errorf("releasing the transition claim: %w", err)
 		}
 		// Our record was written into the sidecar (its first take, a
@@ -448,7 +448,7 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 		return false, err
 	}
 	defer ofdUnlock(f)
-	_, err = l.rewrite(l.sidecar, f, judged.id, judged.data, l.tombstone().Encode(), false)
+	_, _, err = l.rewrite(l.sidecar, f, judged.id, judged.data, l.tombstone().Encode(), false)
 	switch {
 	case err == nil:
 		// Durable before the directory goes (SPEC §4.3): after a power cut

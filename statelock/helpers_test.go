@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // testEnv is one state file in a private directory with a private config
@@ -57,3 +59,22 @@ func mustRead(t testing.TB, p string) []byte {
 }
 
 func errorsIsLocked(err error) bool { return errors.Is(err, ErrLocked) }
+
+// waitingSeats counts the Go waiters seated (WAITING) in the mailbox of
+// e's lock, 0 when there is none.
+func waitingSeats(e *testEnv) int { return seatsWaiting(e.dir, filepath.Base(e.lock)) }
+
+// seatsWaiting counts the WAITING seats of lockName's mailbox in dir.
+func seatsWaiting(dir, lockName string) int {
+	d, err := exactfs.OpenDir(dir)
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	mb, err := wake.Open(d, lockName, false)
+	if err != nil {
+		return 0
+	}
+	defer mb.Close()
+	return mb.Waiting()
+}

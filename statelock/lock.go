@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // claimRetry bounds the sleeps while the transition claim is busy. A claim
@@ -138,7 +139,7 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 // (acquire.go).
 func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
-	a.claimBo.min, a.claimBo.max = claimRetryMin, claimRetryMax
+	a.claimBo.Min, a.claimBo.Max = claimRetryMin, claimRetryMax
 	defer a.end()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -153,6 +154,14 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 			return nil, a.failed(err)
 		case h != nil:
 			return a.held(h), nil
+		}
+		if h, done, err := a.handoffWait(c); done {
+			if err != nil {
+				return nil, err
+			}
+			return a.held(h), nil
+		} else if h == nil && err == nil && a.direct {
+			continue // withdrew from the mailbox: attempt at once
 		}
 		if err := a.wait(c, how); err != nil {
 			return nil, err
@@ -316,6 +325,14 @@ func (h *Held) unlock(early, away bool) error {
 // (parkRecord) after the claim is given back, so waiters woken by its close
 // find the claim free; away: see parkRecord.
 func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
+	if done, err := l.handoff(r); done {
+		// F.lock is the waiter's now (handoff.go); our descriptor holds
+		// nothing of it. Closed, not parked: the next lock of this
+		// process finds a live record there, not a tombstone to reuse.
+		r.f.Close()
+		return 1, err
+	}
+	defer l.nudge()
 	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
 	defer func() {
 		ofdUnlock(r.f)
@@ -332,8 +349,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		budget = l.cfg.wait
 	}
 	start := time.Now()
-	var bo backoff
-	bo.min, bo.max = claimRetryMin, claimRetryMax
+	bo := wake.Backoff{Min: claimRetryMin, Max: claimRetryMax}
 	for attempts := 1; ; attempts++ {
 		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
 		if busy == nil {
@@ -343,7 +359,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		if remaining <= 0 {
 			return attempts, fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
 		}
-		time.Sleep(bo.step(remaining))
+		time.Sleep(bo.Step(remaining))
 	}
 }
 
@@ -372,7 +388,7 @@ func (l *locker) releaseRecord(r *heldRecord) error {
 	// new, and the identity of the tombstone is of no use to anyone (so no
 	// fstat after the write). The name must still name our inode after it:
 	// if someone replaced our record in between, the release fails loudly.
-	if err := overwrite(r.f, l.path(l.lockName), int64(len(r.data)), r.data, l.tombstone().Encode()); err != nil {
+	if _, err := overwrite(r.f, l.path(l.lockName), int64(len(r.data)), r.data, l.tombstone().Encode()); err != nil {
 		return err
 	}
 	return l.stillNames(l.lockName, r.id)

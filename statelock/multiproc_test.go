@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 	"os"
 	"path/filepath"
 	"sort"
@@ -102,8 +103,10 @@ func assertSteadyState(t *testing.T, e *testEnv, modes bool) {
 		if err != nil || !r.Released {
 			t.Fatalf("%s is not a tombstone: %s", p, b)
 		}
-		if want := tombstone(r.Token, e.host.ID).Encode(); string(b) != string(want) {
-			t.Fatalf("%s:\n got %s\nwant %s", p, b, want)
+		// The tombstone's exact bytes, followed by nothing but the spaces
+		// of an in-place rewrite's padding (SPEC §4.2).
+		if want := tombstone(r.Token, e.host.ID).Encode(); !ours(b, want) {
+			t.Fatalf("%s:\n got %q\nwant %q (then spaces only)", p, b, want)
 		}
 		if fi, err := os.Lstat(p); err != nil || (modes && fi.Mode() != 0o600) {
 			t.Fatalf("%s: mode %v, %v", p, fi.Mode(), err)
@@ -115,8 +118,8 @@ func assertSteadyState(t *testing.T, e *testEnv, modes bool) {
 	if _, err := os.Lstat(e.claim); !os.IsNotExist(err) {
 		t.Fatalf("claim directory left: %v", err)
 	}
-	// The one private name a cycle may leave is the spare claim directory
-	// (claim_linux.go): an empty directory, 0700.
+	// The private names a cycle may leave are the spare claim directory
+	// (claim_linux.go), an empty directory, 0700, and the mailbox.
 	spare := spareName(filepath.Base(e.claim))
 	ents, _ := os.ReadDir(e.dir)
 	for _, en := range ents {
@@ -126,6 +129,12 @@ func assertSteadyState(t *testing.T, e *testEnv, modes bool) {
 			fi, lerr := os.Lstat(filepath.Join(e.dir, spare))
 			if err != nil || lerr != nil || len(inner) != 0 || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 				t.Errorf("spare claim directory %s is not an empty 0700 directory: %v %v %v %v", spare, fi, inner, err, lerr)
+			}
+		case en.Name() == wake.Prefix+filepath.Base(e.lock):
+			// The Go cohort's mailbox (handoff.go): 0600, its fixed size.
+			fi, err := os.Lstat(filepath.Join(e.dir, en.Name()))
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || fi.Size() != wake.Size {
+				t.Errorf("mailbox %s is not a 0600 file of %d bytes: %v %v", en.Name(), wake.Size, fi, err)
 			}
 		case strings.HasPrefix(en.Name(), "."):
 			t.Errorf("residue left in the directory: %s", en.Name())

@@ -19,7 +19,7 @@ import (
 // A waiter observes just before each attempt, and again when an event
 // wakes it; when nothing it can observe changed in between (a wake is
 // spurious), the attempt that failed would fail again on the same state,
-// so the waiter sleeps on instead (see waker). That is what keeps a waiter
+// so the waiter sleeps on instead (see wake.Watch). That is what keeps a waiter
 // from waking itself: a failed attempt opens F.lock (read-write on the
 // steady-state path, which finds a live record instead of a tombstone;
 // read-only to capture and judge it), and its closes are events of the

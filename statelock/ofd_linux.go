@@ -98,7 +98,7 @@ func (p probeFd) close() {
 // this process has looked at (look), shared by concurrent callers and
 // closed after lookIdle unused, so that a caller's look neither opens nor
 // closes one: closing a read-only descriptor of F.lock is the event that
-// wakes the waiters queued behind the first (wait_linux.go), and a busy
+// wakes the waiters queued behind the first (internal/wake watch.go), and a busy
 // lock sees a new caller on every update. A descriptor keeps its inode
 // alive, so an inode number that lstat shows under the same device is that
 // very inode. At most lookMax are kept; beyond that a look opens and

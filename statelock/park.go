@@ -15,7 +15,7 @@ import (
 // that a release that this process follows with its next Lock wakes nobody.
 //
 // Closing F.lock's written descriptor is what wakes the first waiter
-// (IN_CLOSE_WRITE, wait_linux.go). When the process that releases takes
+// (IN_CLOSE_WRITE, internal/wake watch.go). When the process that releases takes
 // the lock again at once, as a process that updates in a loop does, that
 // waiter is woken only to find the lock taken again, and while it looks it
 // takes the transition claim from under the process that is re-acquiring.

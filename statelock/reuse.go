@@ -30,7 +30,7 @@ func (l *locker) reuseTombstone(name string, judged *snapshot, rec *Record) (*he
 		return nil, err
 	}
 	data := rec.Encode()
-	id, err := l.rewrite(name, f, judged.id, judged.data, data, false)
+	id, data, err := l.rewrite(name, f, judged.id, judged.data, data, false)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -129,14 +129,14 @@ func (l *locker) reuseReleased(name string, rec *Record, retries int) (h *heldRe
 			f.Close()
 			return nil, false, err
 		}
-		if err := overwrite(f, l.path(name), id.Size, old, data); err != nil {
+		if data, err = overwrite(f, l.path(name), id.Size, old, data); err != nil {
 			ofdUnlock(f)
 			f.Close()
 			return nil, false, nil
 		}
 		return &heldRecord{name: name, f: f, id: exactfs.Identity{Dev: id.Dev, Ino: id.Ino}, data: data, rec: rec}, true, nil
 	}
-	nid, err := l.rewrite(name, f, id, old, data, true)
+	nid, data, err := l.rewrite(name, f, id, old, data, true)
 	if err != nil {
 		f.Close()
 		// Bytes were written: report it as reuseTombstone would, so that

@@ -15,10 +15,12 @@ import (
 var errRecordChanged = errors.New("owner record changed")
 
 // rewrite replaces the bytes of the record f is open on, in place: the
-// bytes and identity read through f must equal want; truncate, write,
-// truncate to length; then the pathname must still name the same inode with
-// exactly the new bytes. A write that fails half way puts the
-// old bytes back through the same descriptor.
+// bytes and identity read through f must equal want; one write of the new
+// bytes padded with spaces to the current size (SPEC §4.2, writeAll); then
+// the pathname must still name the same inode. It returns the identity and
+// the bytes the inode now holds (data and its padding), which are what a
+// later proof compares. A write that fails half way puts the old bytes back
+// through the same descriptor.
 //
 // There is deliberately no fsync: see the package documentation.
 //
@@ -29,25 +31,26 @@ var errRecordChanged = errors.New("owner record changed")
 // The trust rule (trust.go) is enforced here, where every in-place
 // rewrite of a record we did not write passes: an inode owned by another
 // uid, with other links or another mode is refused, never written.
-func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, error) {
+func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, data []byte, checked bool) (exactfs.Identity, []byte, error) {
 	if !checked {
 		if why, st := l.distrustFile(f); why != "" {
-			return exactfs.Identity{}, l.refuseUntrusted(name, st, why, nil)
+			return exactfs.Identity{}, nil, l.refuseUntrusted(name, st, why, nil)
 		}
 		_, cur, err := exactfs.CaptureRecordFile(f)
 		if err != nil {
-			return exactfs.Identity{}, err
+			return exactfs.Identity{}, nil, err
 		}
 		if !sameRecord(cur, want) {
-			return exactfs.Identity{}, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
+			return exactfs.Identity{}, nil, fmt.Errorf("%w before rewrite: %s", errRecordChanged, l.path(name))
 		}
 	}
 	// want.Size is the size of the inode now: proved through f just above,
 	// or by the caller's capture (checked), and nobody writes into it in
 	// between (every in-place writer of a record holds the claim, and of
 	// the sidecar also its OFD lock).
-	if err := overwrite(f, l.path(name), want.Size, old, data); err != nil {
-		return exactfs.Identity{}, err
+	data, err := overwrite(f, l.path(name), want.Size, old, data)
+	if err != nil {
+		return exactfs.Identity{}, nil, err
 	}
 	// The inode f is open on holds exactly data: every in-place writer of a
 	// record (exactfs and the reference alike) holds the claim, which is
@@ -57,12 +60,12 @@ func (l *locker) rewrite(name string, f *os.File, want exactfs.Identity, old, da
 	// may have replaced the name, never the bytes.
 	id, err := writtenIdentity(f, data)
 	if err != nil {
-		return exactfs.Identity{}, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
+		return exactfs.Identity{}, nil, fmt.Errorf("%w after rewrite: %s: %w", errRecordChanged, l.path(name), err)
 	}
 	if err := l.stillNames(name, id); err != nil {
-		return exactfs.Identity{}, err
+		return exactfs.Identity{}, nil, err
 	}
-	return id, nil
+	return id, data, nil
 }
 
 // stillNames checks, after an in-place write, that name still names the
@@ -78,20 +81,22 @@ func (l *locker) stillNames(name string, id exactfs.Identity) error {
 	return nil
 }
 
-// overwrite makes data the content of f, whose current size is size (< 0:
-// unknown), putting old back if the write fails half way. It is rewrite
+// overwrite makes data (padded with spaces to size) the content of f,
+// whose current size is size (< 0: unknown), putting old back if the write
+// fails half way. It returns the bytes f now holds. It is rewrite
 // without rewrite's proofs, for callers that make the proofs they need
 // themselves: the sidecar of a claim we hold, which nobody else writes,
 // renames or removes meanwhile (reuseReleased, releaseClaim), and the
 // release of F.lock (releaseRecord).
-func overwrite(f *os.File, path string, size int64, old, data []byte) error {
-	if err := writeAll(f, path, data, size); err != nil {
-		if rerr := writeAll(f, path, old, -1); rerr != nil {
+func overwrite(f *os.File, path string, size int64, old, data []byte) ([]byte, error) {
+	written, err := writeAll(f, path, data, size)
+	if err != nil {
+		if _, rerr := writeAll(f, path, old, -1); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restoring the previous bytes also failed: %w", rerr))
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return written, nil
 }
 
 // provenAt proves that name names the inode f is open on (want's) and that
@@ -115,35 +120,32 @@ func (l *locker) provenAt(name string, f *os.File, want exactfs.Identity, data [
 	return id, nil
 }
 
-// writeAll makes data the whole content of f: write at offset 0, then cut
-// the file to that length (one system call fewer than the reference's
-// truncate, write, truncate; no cut when data is at least as long as what
-// it replaces, as an owner record over a tombstone is). Where the old
-// content is longer, the new bytes are followed by spaces up to its length:
-// JSON parsers on both sides accept trailing white space, so a holder
-// killed between the write and the truncate leaves a whole, valid record,
-// never the new bytes followed by a torn tail of the old ones, which no
-// rule could ever reclaim. After the truncate the bytes are exactly data.
+// writeAll makes data the content of f with one write at offset 0: data
+// followed by spaces up to f's current size, and no truncate (SPEC §4.2,
+// padding: the reference parses with JSON.parse, which accepts trailing
+// white space, and compares sizes only between two observations of one
+// inode). A record file so keeps the size of the longest record ever
+// written into it, a few hundred bytes. A holder killed at any instant
+// leaves the old bytes or the new ones whole, never the new bytes followed
+// by a torn tail of the old ones. It returns the bytes f now holds.
 //
 // size is the current size of f, as proved by the caller; < 0: unknown,
 // then f is stat'ed. path names the record, for the hook (f's own name may
 // be the staging name it was created under).
-func writeAll(f *os.File, path string, data []byte, size int64) error {
+func writeAll(f *os.File, path string, data []byte, size int64) ([]byte, error) {
 	if size < 0 {
 		fi, err := f.Stat()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		size = fi.Size()
 	}
-	if _, err := f.WriteAt(padTo(data, size), 0); err != nil {
-		return err
+	written := padTo(data, size)
+	if _, err := f.WriteAt(written, 0); err != nil {
+		return nil, err
 	}
 	hook.Fire(hook.LockRewriteBeforeTruncate, path)
-	if int64(len(data)) >= size {
-		return nil // the write replaced every byte and set the length
-	}
-	return f.Truncate(int64(len(data)))
+	return written, nil
 }
 
 // padTo returns data followed by spaces up to size bytes.

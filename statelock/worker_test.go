@@ -85,6 +85,18 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "handoffhold":
+		if err := handoffHoldWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "handoffwait":
+		if err := handoffWaitWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "killat":
 		if err := killAtWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

@@ -172,6 +172,25 @@ const (
 	// LockAttempt fires before every attempt of an acquisition (a look, a
 	// peek or a full attempt under the claim).
 	LockAttempt = "statelock.attempt"
+	// LockHandoffSeated fires when a Go waiter has published its record
+	// in the mailbox, holds its slot lock on F.lock's inode and is WAITING
+	// for a direct hand-off (SPEC §4.8.2).
+	LockHandoffSeated = "statelock.handoff-seated"
+	// LockHandoffCheck fires in a release's direct hand-off after the CAS
+	// of the waiter's seat to GRANTING, before the check of its slot lock.
+	LockHandoffCheck = "statelock.handoff-check"
+	// LockHandoffBeforePwrite fires after the waiter's slot lock was found
+	// held, before the pwrite of its bytes over ours.
+	LockHandoffBeforePwrite = "statelock.handoff-before-pwrite"
+	// LockHandoffAfterPwrite fires after that pwrite, before the check
+	// that F.lock still names the inode (§4.8.2d).
+	LockHandoffAfterPwrite = "statelock.handoff-after-pwrite"
+	// LockHandoffNameLost fires each time that check finds F.lock naming
+	// no inode or another one, before it looks again.
+	LockHandoffNameLost = "statelock.handoff-name-lost"
+	// LockHandoffAccepted fires in a waiter that has read exactly its
+	// bytes through its descriptor, before it enters.
+	LockHandoffAccepted = "statelock.handoff-accepted"
 )
 
 // The hook points of the etcd backend (nested module etcd/).

@@ -1,4 +1,4 @@
-package statelock
+package wake
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// waker sleeps between attempts but wakes early when the owner record
+// Watch sleeps between a waiter's attempts but wakes early when the owner record
 // changes. It watches the inode of F.lock itself with inotify: a reclaim
 // moves or deletes the inode (IN_MOVE_SELF, IN_DELETE_SELF, IN_ATTRIB for
 // the link count), and the two closes that matter to a queued waiter are
@@ -47,8 +47,8 @@ import (
 // attempt and used a whole core.
 //
 // Where there is no inotify (every platform but Linux), internal/sys's
-// InotifyInit fails, newWaker returns nil, and every wait is a timed sleep.
-type waker struct {
+// InotifyInit fails, NewWatch returns nil, and every wait is a timed sleep.
+type Watch struct {
 	f      *os.File
 	fd     int
 	path   string
@@ -66,22 +66,19 @@ const (
 	dirMask    = sys.InCreate | sys.InMovedTo | sys.InOnlyDir | sys.InDontFollow
 )
 
-// noWaker makes newWaker answer as where inotify is unavailable. A
-// variable for tests: the no-inotify path (every Mac; a Linux whose
-// inotify_init1 fails, e.g. with max_user_instances spent) runs on Linux.
-var noWaker = false
-
-// newWaker prepares a watch of dirPath/name. It returns nil when inotify is
-// unavailable (then waits are plain timed sleeps).
-func newWaker(dirPath, name string) *waker {
-	if noWaker {
+// NewWatch prepares a watch of dirPath/name. It returns nil when inotify
+// is unavailable, or off is set (then waits are plain timed sleeps: the
+// no-inotify path of every Mac, and of a Linux whose inotify_init1 fails,
+// e.g. with max_user_instances spent, which tests run on Linux).
+func NewWatch(dirPath, name string, off bool) *Watch {
+	if off {
 		return nil
 	}
 	fd, err := sys.InotifyInit()
 	if err != nil {
 		return nil
 	}
-	return &waker{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, path: filepath.Join(dirPath, name),
+	return &Watch{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, path: filepath.Join(dirPath, name),
 		dir: dirPath, name: []byte(name), fileWd: -1, dirWd: -1}
 }
 
@@ -89,7 +86,7 @@ func newWaker(dirPath, name string) *waker {
 // symlink there is watched as itself, never followed) with mask, or at the
 // directory when the name is free. It reports whether what is watched
 // changed: another inode, or another mask.
-func (w *waker) arm(mask uint32) (changed bool) {
+func (w *Watch) arm(mask uint32) (changed bool) {
 	wd, err := sys.InotifyAddWatch(w.fd, w.path, mask)
 	if err == nil {
 		changed = wd != w.fileWd || mask != w.mask
@@ -112,14 +109,14 @@ func (w *waker) arm(mask uint32) (changed bool) {
 	return false
 }
 
-// wait sleeps for at most d, returning early (true) when F.lock changed,
+// Wait sleeps for at most d, returning early (true) when F.lock changed,
 // or with ctx's error when ctx is done. first says which close wakes this
-// waiter (see waker). When the watch has just moved to another inode or
+// waiter (see Watch). When the watch has just moved to another inode or
 // mask it returns at once: what happened before the new watch existed made
 // no event for it, so the caller looks again.
-func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, error) {
+func (w *Watch) Wait(ctx context.Context, d time.Duration, first bool) (bool, error) {
 	if w == nil {
-		return false, sleepCtx(ctx, d)
+		return false, Sleep(ctx, d)
 	}
 	mask := uint32(behindMask)
 	if first {
@@ -132,7 +129,7 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 	}
 	deadline := time.Now().Add(d)
 	if err := w.f.SetReadDeadline(deadline); err != nil {
-		return false, sleepCtx(ctx, d)
+		return false, Sleep(ctx, d)
 	}
 	stop := context.AfterFunc(ctx, func() { w.f.SetReadDeadline(time.Now()) })
 	defer stop()
@@ -147,7 +144,7 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 		}
 		if err != nil {
 			// The watch broke; fall back to sleeping out the rest.
-			return false, sleepCtx(ctx, time.Until(deadline))
+			return false, Sleep(ctx, time.Until(deadline))
 		}
 		if w.matches(buf[:n]) {
 			return true, nil
@@ -158,7 +155,7 @@ func (w *waker) wait(ctx context.Context, d time.Duration, first bool) (bool, er
 // lastLook reads, without waiting, an event that arrived with the deadline
 // (the read that timed out may have raced it): a waiter woken by the
 // deadline and by an event at once was woken by the event.
-func (w *waker) lastLook(buf []byte) bool {
+func (w *Watch) lastLook(buf []byte) bool {
 	hook.Fire(hook.LockWaitDeadline, w.path)
 	if n, err := sys.InotifyReadNow(w.fd, buf); err == nil && w.matches(buf[:n]) {
 		return true
@@ -169,7 +166,7 @@ func (w *waker) lastLook(buf []byte) bool {
 
 // matches reports whether any event in buf concerns F.lock: any event of
 // the file watch, or a directory event naming it.
-func (w *waker) matches(buf []byte) bool {
+func (w *Watch) matches(buf []byte) bool {
 	for {
 		wd, mask, name, rest, ok := sys.NextInotifyEvent(buf)
 		if !ok {
@@ -187,7 +184,7 @@ func (w *waker) matches(buf []byte) bool {
 	}
 }
 
-func (w *waker) close() {
+func (w *Watch) Close() {
 	if w != nil {
 		w.f.Close()
 	}

@@ -1,12 +1,12 @@
-package statelock
+package wake
 
 import (
 	"context"
 	"time"
 )
 
-// sleepCtx sleeps for d or until ctx is done, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep sleeps for d or until ctx is done, whichever comes first.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -1,0 +1,620 @@
+package statelock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
+)
+
+// The direct hand-off (SPEC §4.8.2, claim-less: protocol-perf option 1b).
+//
+// A Go waiter that finds a live Go cohort owner in F.lock (a record with
+// "ofd_slot" whose slot lock the kernel shows held) opens F.lock
+// read-write, takes its own slot lock on that inode, and publishes the
+// exact record it wants written there (a fresh token, its own slot) in a
+// seat of the mailbox (internal/wake), WAITING. The owner, at its release
+// (Unlock, or Update's early release after the rename and before the
+// directory fsync), serves the oldest seated waiter without the
+// transition claim, in the order the protocol model checks
+// (internal/model steps.go gRel, gCheck, gPwrite, gGranted):
+//
+//  1. CAS the seat WAITING -> GRANTING and copy its bytes (wake.Grant);
+//  2. check that the slot those bytes name is held on F.lock's inode,
+//     through our descriptor (b): the waiter is alive and its kernel
+//     lock will attest the record the moment it is visible; otherwise
+//     cancel (GRANTING -> WAITING) and try the next waiter;
+//  3. one pwrite of the bytes over ours, padded with spaces to the
+//     current size, no ftruncate (c): F.lock goes from our live record to
+//     the waiter's, never through a tombstone, so no reference process
+//     ever finds one to take;
+//  4. F.lock must still name this inode (d); a peer's exact unlink may
+//     detach it for a moment and put it back, so an absent name is looked
+//     at again, never taken as a loss;
+//  5. drop our slot lock, GRANTED, futex wake.
+//
+// The waiter enters when it reads exactly its bytes (plus spaces) through
+// its own descriptor and the name still names that inode; its slot lock,
+// taken before it was seated, already attests the record. Why the
+// reference stays safe, and what each crash leaves, is protocol-perf
+// §4.1b: nobody else writes a live record, there is never a tombstone in
+// between, a torn read is malformed, contention, or refused by the
+// re-capture and the exact unlink. A granter killed before its pwrite
+// leaves its own record with its slot free (dead at once); after it, the
+// waiter's record with the waiter's slot held (it owns, and finds its
+// bytes at its next look even if no wake comes). A waiter seated in
+// GRANTING whose granter died goes back to WAITING (wake.Seat.Recover).
+//
+// With no Go waiter to serve, the release is the reference one (the
+// tombstone under the claim), and the oldest seated waiter is nudged so
+// that it attempts at once.
+//
+// The cohort is off (waiters wait the reference way, owners never grant)
+// where there are no OFD locks or no kernel slot (§4.8.1), where the
+// mailbox cannot be created or fails the trust rule (owner, links, mode,
+// size) or the local-filesystem test (wake.Open), where our record does
+// not fit in a seat, and for TryLock (one attempt, no waiting).
+
+// directHandoff is the internal switch of the hand-off: off, no waiter is
+// seated and no release grants (the reference path, as before). A
+// variable for tests that show what the hand-off's guards are for.
+var directHandoff = true
+
+// handoffPoll bounds a seated waiter's sleep (wake.DefaultPoll): a lost
+// wake, a granter that died, or a holder that released without nudging
+// (an older exactfs, a TypeScript reclaimer) costs at most this.
+const handoffPoll = wake.DefaultPoll
+
+// handoffNamePatience bounds how long a granter, and a granted waiter,
+// keep looking for F.lock's name when a peer's exact unlink detached it
+// (§4.8.2d): the reference puts the inode back within a few system calls.
+const handoffNamePatience = time.Second
+
+// cohort reports whether this process may take part in hand-offs.
+func (l *locker) cohort() bool {
+	return directHandoff && ofdSupported && kernelSlots && slotOf(l.self.PidfdIno) != 0
+}
+
+// mailboxes are the mailboxes this process has mapped, by the lock
+// directory and the lock's name. A user holds a reference for as long as
+// it uses the mapping (a seated wait, one hand-off, one nudge); one that
+// nobody has used for mailboxIdle is unmapped and closed, so that a
+// process that stopped locking keeps no descriptor on the filesystem (it
+// could not be unmounted), as parked records are closed (park.go). A
+// mailbox whose name came to name another file is replaced, the old one
+// closed when its last user is done. At most mailboxMax are mapped at once:
+// beyond that the cohort is off for further locks until some are closed.
+var mailboxes struct {
+	sync.Mutex
+	m map[mailboxKey]*mailboxEntry
+	n int
+}
+
+type mailboxKey struct {
+	dev, ino uint64
+	name     string
+}
+
+type mailboxEntry struct {
+	key   mailboxKey
+	mb    *wake.Mailbox
+	refs  int
+	stale bool // replaced in the map: closed when refs reaches 0
+	timer *time.Timer
+}
+
+const mailboxMax = 64
+
+// mailboxIdle is how long an unused mailbox stays mapped.
+var mailboxIdle = time.Second
+
+// mailbox returns the mapped mailbox of this lock, opening (and, when
+// create is set, creating) it, and the function that gives it back; nil
+// when there is none to use.
+func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
+	name, ok := wake.Name(l.lockName)
+	if !ok {
+		return nil, nil
+	}
+	dev, ino := l.dir.Inode()
+	key := mailboxKey{dev, ino, l.lockName}
+	fi, err := l.dir.Lstat(name)
+	if err != nil && !create {
+		return nil, nil
+	}
+	mailboxes.Lock()
+	defer mailboxes.Unlock()
+	if e := mailboxes.m[key]; e != nil {
+		if id, ok := fi.Sys().(exactfs.Identity); err == nil && ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
+			return e.mb, e.take()
+		}
+		e.stale = true
+		delete(mailboxes.m, key)
+		if e.refs == 0 {
+			e.close()
+		}
+	}
+	if mailboxes.n >= mailboxMax {
+		return nil, nil
+	}
+	mb, err := wake.Open(l.dir, l.lockName, create)
+	if err != nil {
+		return nil, nil
+	}
+	if mailboxes.m == nil {
+		mailboxes.m = map[mailboxKey]*mailboxEntry{}
+	}
+	e := &mailboxEntry{key: key, mb: mb}
+	mailboxes.m[key] = e
+	mailboxes.n++
+	return mb, e.take()
+}
+
+// take counts a user (mailboxes locked) and returns its give-back.
+func (e *mailboxEntry) take() func() {
+	e.refs++
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	var once sync.Once
+	return func() { once.Do(e.give) }
+}
+
+func (e *mailboxEntry) give() {
+	mailboxes.Lock()
+	defer mailboxes.Unlock()
+	e.refs--
+	switch {
+	case e.refs > 0:
+	case e.stale:
+		e.close()
+	default:
+		e.timer = time.AfterFunc(mailboxIdle, e.expire)
+	}
+}
+
+func (e *mailboxEntry) expire() {
+	mailboxes.Lock()
+	defer mailboxes.Unlock()
+	if e.refs == 0 && !e.stale && mailboxes.m[e.key] == e {
+		delete(mailboxes.m, e.key)
+		e.close()
+	}
+}
+
+// close unmaps (mailboxes locked, nobody using it).
+func (e *mailboxEntry) close() {
+	e.mb.Close()
+	mailboxes.n--
+}
+
+// handoff is the owner's side: it hands F.lock to the oldest seated Go
+// waiter, or reports false (nothing written: release the reference way).
+// On true our record is gone from F.lock and our slot lock dropped; the
+// caller closes r.f. err: the hand-off was made, but F.lock names another
+// inode for good, so what we handed over was not the lock (someone
+// replaced our record while we held it): reported as the reference
+// release reports it.
+func (l *locker) handoff(r *heldRecord) (bool, error) {
+	if !l.cohort() || r.rec == nil || r.rec.OfdSlot == 0 {
+		return false, nil
+	}
+	mb, done := l.mailbox(false)
+	if mb == nil {
+		return false, nil
+	}
+	defer done()
+	if mb.Waiting() > 0 && ticketNow()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
+		// A reference contender is polling: hand-offs would pass F.lock
+		// from Go owner to Go owner for as long as Go waiters queue and
+		// it would never see a tombstone. Release the reference way and
+		// hold Go takers of the tombstone back for one of its backoff
+		// steps (SPEC §4.8.3 asks the same of sticky ownership).
+		mb.Yield(ticketNow() + int64(referenceYield))
+		return false, nil
+	}
+	var refused [wake.Seats]bool
+	for {
+		g := mb.Grant(func(i int) bool { return refused[i] })
+		if g == nil {
+			return false, nil
+		}
+		hook.Fire(hook.LockHandoffCheck, l.lockPath)
+		w, err := ParseRecord(g.Record())
+		ok := err == nil && !w.Released && validSlot(w.OfdSlot) && w.BootID == l.self.BootID && l.host.IsLocal(w.Host())
+		if ok {
+			held, known := slotHeld(r.f.Fd(), w.OfdSlot)
+			ok = held && known
+		}
+		if !ok {
+			// (b) The waiter's slot lock is not on our inode (it died, or
+			// it queued on an inode F.lock no longer names): never write
+			// its bytes, which would then be a record nobody attests.
+			g.Cancel()
+			refused[g.Seat()] = true
+			continue
+		}
+		hook.Fire(hook.LockHandoffBeforePwrite, l.lockPath)
+		if _, err := r.f.WriteAt(padTo(g.Record(), int64(len(r.data))), 0); err != nil {
+			// Nothing or part of it landed: our bytes go back (we still
+			// own F.lock), and the release goes the reference way.
+			writeAll(r.f, l.lockPath, r.data, -1)
+			g.Cancel()
+			return false, nil
+		}
+		hook.Fire(hook.LockHandoffAfterPwrite, l.lockPath)
+		named := l.namesAgain(r.id)
+		sys.OFDUnlock(int(r.f.Fd()), slotBase+int64(r.rec.OfdSlot), 1)
+		g.Done()
+		if !named {
+			return true, fmt.Errorf("%w after the hand-off: %s names another record, or none", errRecordChanged, l.lockPath)
+		}
+		return true, nil
+	}
+}
+
+// namesAgain is §4.8.2d: after the hand-off's pwrite, F.lock must still
+// name our inode. A reference exact unlink detaches the name to its
+// quarantine name and puts it back when the bytes are not the ones it
+// judged (they are not: they changed under it), so an absent name is
+// looked at again for up to handoffNamePatience. It reports whether the
+// name came back; either way the waiter's bytes are what our inode holds
+// and the waiter decides by the name itself.
+func (l *locker) namesAgain(id exactfs.Identity) bool {
+	deadline := time.Now().Add(handoffNamePatience)
+	for {
+		fi, err := l.dir.Lstat(l.lockName)
+		if err == nil {
+			if at, ok := fi.Sys().(exactfs.Identity); ok && at.SameInode(id) {
+				return true
+			}
+			return false // another inode: ours was removed for good
+		}
+		if !errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+			return false
+		}
+		hook.Fire(hook.LockHandoffNameLost, l.lockPath)
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// nudge wakes the oldest seated waiter after a reference release, so that
+// it attempts at once instead of at its next poll (not while Go yields to
+// a reference contender).
+func (l *locker) nudge() {
+	if !l.cohort() {
+		return
+	}
+	if mb, done := l.mailbox(false); mb != nil {
+		if !mb.Yielding(ticketNow()) {
+			mb.Nudge()
+		}
+		done()
+	}
+}
+
+// referenceRecent and referenceYield are the fairness towards reference
+// contenders (TypeScript peers, older exactfs on the reference path): one
+// that polls rewrites the claim's sidecar at each attempt (its record in,
+// its tombstone out), which Go cohort members never do (§4.8.4), so a
+// sidecar written within referenceRecent means one is polling; its
+// backoff grows to 100 ms between attempts, so Go takers stay off a
+// tombstone for referenceYield to let its next attempt find it.
+//
+// Yields are spaced by referenceYieldEvery (from the end of the last one
+// asked), so that a reference contender gets a turn at least that often
+// beside Go waiters that would otherwise hand the lock on among
+// themselves, without Go waiting out a yield after every cycle.
+const (
+	referenceRecent     = 250 * time.Millisecond
+	referenceYield      = 120 * time.Millisecond
+	referenceYieldEvery = 100 * time.Millisecond
+)
+
+// sidecarSeen is the sidecar's mtime as this process last saw it at a
+// release, per lock.
+var sidecarSeen struct {
+	sync.Mutex
+	m map[mailboxKey]time.Time
+}
+
+// referencePolling reports whether the sidecar was written since this
+// process last looked at a release, within referenceRecent (one lstat).
+// The first look only remembers: a Go process writes the sidecar too, on
+// a lock's very first take and when it heals a crashed claim, once; a
+// reference poller writes it at every attempt.
+func (l *locker) referencePolling() bool {
+	fi, err := l.dir.Lstat(l.sidecar)
+	if err != nil {
+		return false
+	}
+	dev, ino := l.dir.Inode()
+	key := mailboxKey{dev, ino, l.lockName}
+	mt := fi.ModTime()
+	sidecarSeen.Lock()
+	defer sidecarSeen.Unlock()
+	if sidecarSeen.m == nil {
+		sidecarSeen.m = map[mailboxKey]time.Time{}
+	}
+	prev, seen := sidecarSeen.m[key]
+	if !seen && len(sidecarSeen.m) >= 4*mailboxMax {
+		clear(sidecarSeen.m)
+	}
+	sidecarSeen.m[key] = mt
+	return seen && !mt.Equal(prev) && time.Since(mt) < referenceRecent
+}
+
+// yielding reports whether this lock's mailbox, if this process has it
+// mapped, asks Go takers to stay off the tombstone now. The yield ends as
+// soon as a reference holder's record is in F.lock (it had its turn): the
+// one read this costs is paid only while a yield is on.
+func (l *locker) yielding() bool {
+	if !l.cohort() {
+		return false
+	}
+	dev, ino := l.dir.Inode()
+	mailboxes.Lock()
+	e := mailboxes.m[mailboxKey{dev, ino, l.lockName}]
+	mailboxes.Unlock()
+	if e == nil || !e.mb.Yielding(ticketNow()) {
+		return false
+	}
+	if l.referenceHolds() {
+		e.mb.EndYield()
+	}
+	return true
+}
+
+// referenceHolds reports whether F.lock holds a live record without a
+// kernel slot (a TypeScript peer's, or an older exactfs's), read through
+// the shared look descriptor.
+func (l *locker) referenceHolds() bool {
+	fd, done := l.lookProbe(l.lockName)
+	if fd < 0 {
+		return false
+	}
+	defer done()
+	buf := make([]byte, exactfs.RecordCap)
+	n, err := sys.Pread(fd, buf, 0)
+	if err != nil || n <= 0 || n == len(buf) {
+		return false
+	}
+	r, err := ParseRecord(buf[:n])
+	return err == nil && !r.Released && r.OfdSlot == 0
+}
+
+// handoffOutcome is how a seated wait ended.
+type handoffOutcome int
+
+const (
+	notSeated handoffOutcome = iota // not a Go cohort holder, or no mailbox: wait the reference way
+	withdrew                        // the holder went (or the wait is over): attempt at once
+	granted                         // F.lock is ours
+)
+
+// seatedWait is the waiter's side: seated behind a live Go cohort owner,
+// it sleeps on its seat until F.lock holds its bytes (granted), the holder
+// is gone or F.lock names another inode (withdrew), or deadline passes or
+// ctx ends (withdrew; a grant that lands meanwhile is taken, and the
+// caller releases it).
+func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcome) {
+	l := a.l
+	if !l.cohort() || a.once || !l.slotLocked() {
+		return nil, notSeated
+	}
+	f, err := l.dir.OpenFile(l.lockName, os.O_RDWR, 0)
+	if err != nil {
+		return nil, notSeated
+	}
+	if why, _ := l.distrustFile(f); why != "" {
+		f.Close()
+		return nil, notSeated
+	}
+	data, id, err := readHeld(f)
+	if err != nil || !l.cohortHolder(f, data) || l.stillNames(l.lockName, id) != nil {
+		f.Close()
+		return nil, notSeated
+	}
+	me := l.lockOwner()
+	b := me.Encode()
+	if me.OfdSlot == 0 || len(b) > wake.MaxRecord || slotLock(f.Fd(), me.OfdSlot) != nil {
+		f.Close()
+		return nil, notSeated
+	}
+	mb, done := l.mailbox(true)
+	if mb == nil {
+		f.Close()
+		return nil, notSeated
+	}
+	defer done()
+	if a.arrived == 0 {
+		a.arrived = max(1, ticketNow())
+	}
+	seat, err := mb.Take(b, a.arrived)
+	if err != nil {
+		f.Close()
+		return nil, notSeated
+	}
+	hook.Fire(hook.LockHandoffSeated, l.lockPath)
+	stop := context.AfterFunc(a.ctx, seat.Interrupt)
+	defer stop()
+	giveUp := false
+	// The poll grows from handoffPoll to wake.BackoffMax while F.lock stays as
+	// it was: a grant wakes us through the futex, so the poll only bounds
+	// how late a holder's death (no event) or a release without a nudge
+	// (an older exactfs, a TypeScript reclaim) is seen.
+	poll, prev := handoffPoll, []byte(nil)
+	for {
+		got, gid, err := l.readSettled(f)
+		if err == nil && !bytes.Equal(got, prev) {
+			poll, prev = handoffPoll, got
+		}
+		if err == nil && ours(got, b) {
+			if l.namedPatiently(gid) {
+				hook.Fire(hook.LockHandoffAccepted, l.lockPath)
+				seat.Leave()
+				return &heldRecord{name: l.lockName, f: f, id: gid, data: got, rec: me}, granted
+			}
+			// Our bytes on an inode the name no longer names: nobody's lock.
+			giveUp = true
+		}
+		switch seat.State() {
+		case wake.Granting:
+			seat.Recover() // back to WAITING only if the granter is gone
+		case wake.Granted:
+			if !(err == nil && ours(got, b)) {
+				// The granter wrote our bytes and F.lock no longer holds
+				// them (a granted record replaced: nobody's now).
+				giveUp = true
+			}
+		case wake.Waiting:
+			if err != nil || !l.cohortHolder(f, got) || l.stillNames(l.lockName, gid) != nil {
+				// The holder we read may just have handed F.lock to
+				// another waiter (and dropped its slot): read once more
+				// before giving up our place.
+				got, gid, err = readHeld(f)
+				if err == nil && ours(got, b) {
+					continue
+				}
+				if err != nil || !l.cohortHolder(f, got) || l.stillNames(l.lockName, gid) != nil {
+					giveUp = true
+				}
+			}
+		}
+		if !giveUp && (time.Now().After(deadline) || a.ctx.Err() != nil) {
+			giveUp = true
+		}
+		if giveUp {
+			if seat.State() == wake.Granted || seat.Withdraw() {
+				// The withdrawal is final; a grant that landed before it
+				// (a granter that died after its pwrite, whose seat we
+				// put back to WAITING) is in F.lock now: look once more.
+				if got, gid, err := l.readSettled(f); err == nil && ours(got, b) && l.namedPatiently(gid) {
+					seat.Leave()
+					return &heldRecord{name: l.lockName, f: f, id: gid, data: got, rec: me}, granted
+				}
+				seat.Leave()
+				f.Close()
+				return nil, withdrew
+			}
+			// GRANTING: a granter is at work; its outcome comes soon (or
+			// its death, which Recover sees).
+		}
+		if !giveUp {
+			seat.Sleep(max(time.Millisecond, min(poll, time.Until(deadline))))
+		} else {
+			seat.Sleep(poll)
+		}
+		poll = min(2*poll, wake.BackoffMax)
+	}
+}
+
+// slotLocked is the cheap test before a waiter opens F.lock to seat
+// itself: some kernel slot lock is held on the inode F.lock names (asked
+// through the process's shared look descriptor, which opens and closes
+// nothing, so no other waiter's watch is woken). A TypeScript holder
+// holds none, and its waiters never open F.lock read-write for nothing.
+func (l *locker) slotLocked() bool {
+	fd, done := l.lookProbe(l.lockName)
+	if fd < 0 {
+		return false
+	}
+	defer done()
+	held, known := sys.OFDHeld(fd, slotBase, queueBase-slotBase)
+	return held && known
+}
+
+// readSettled reads F.lock through f twice (fstat and pread each) and
+// returns what both reads agree on. One read is not enough for the
+// identity a holder keeps: its fstat may come before a granter's pwrite
+// updates the mtime and its pread after the bytes landed, and a release
+// that proves "our bytes, our identity" later would then find the mtime
+// moved and report our own record as replaced. A disagreement is
+// reported as changed_during_read (the caller looks again).
+func (l *locker) readSettled(f *os.File) ([]byte, exactfs.Identity, error) {
+	got, gid, err := readHeld(f)
+	if err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	again, aid, err := readHeld(f)
+	if err != nil {
+		return nil, exactfs.Identity{}, err
+	}
+	if !bytes.Equal(got, again) || !sameRecord(gid, aid) {
+		return nil, exactfs.Identity{}, exactfs.ErrChangedDuringRead
+	}
+	return again, aid, nil
+}
+
+// cohortHolder reports whether data, read through f, is the live record of
+// a Go cohort owner: not released, with a kernel slot that the kernel
+// shows held on f's inode.
+func (l *locker) cohortHolder(f *os.File, data []byte) bool {
+	r, err := ParseRecord(data)
+	if err != nil || r.Released || r.OfdSlot == 0 {
+		return false
+	}
+	v, ok := l.kernelVerdict(r, f)
+	return ok && v.Verdict == liveness.Alive
+}
+
+// ours reports whether got is exactly b followed by nothing but spaces
+// (the hand-off pads to the size the file had).
+func ours(got, b []byte) bool {
+	if len(got) < len(b) || !bytes.Equal(got[:len(b)], b) {
+		return false
+	}
+	for _, c := range got[len(b):] {
+		if c != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// namedPatiently reports whether F.lock names the inode of id, looking
+// again while a peer's exact unlink has the name detached (§4.8.2d).
+func (l *locker) namedPatiently(id exactfs.Identity) bool {
+	return l.namesAgain(id)
+}
+
+// handoffWait seats the acquisition behind a live Go cohort owner when c
+// says the lock is held (seatedWait). done: the acquisition is over (err
+// nil: h is ours; else the wait's timeout). Otherwise h is nil: a.direct
+// says it withdrew (attempt at once), else it was never seated (wait the
+// reference way).
+func (a *acquisition) handoffWait(c *contention) (h *heldRecord, done bool, err error) {
+	if c == nil || c.reason != ReasonOwnerLive || a.once {
+		return nil, false, nil
+	}
+	remaining := a.budget - time.Since(a.start)
+	if remaining <= 0 {
+		return nil, false, nil
+	}
+	h, how := a.seatedWait(time.Now().Add(remaining))
+	switch how {
+	case granted:
+		if a.ctx.Err() != nil || time.Since(a.start) > a.budget {
+			// The grant landed as the wait ended: it is ours, released
+			// the proper way (which may hand it on), and the caller is
+			// told the wait's outcome.
+			a.l.release(h, true)
+			return nil, true, a.fail(timeoutReason(c), c, a.ctx.Err())
+		}
+		return h, true, nil
+	case withdrew:
+		a.direct = true
+	}
+	return nil, false, nil
+}

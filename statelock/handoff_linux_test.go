@@ -1,0 +1,494 @@
+package statelock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/tsseed"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
+)
+
+// The direct hand-off (SPEC §4.8.2, handoff.go): every window of the
+// granter and the waiter, with real processes and real SIGKILLs where a
+// death is the point.
+
+// requireCohort skips where the cohort is off on this kernel (no slot).
+func requireCohort(t *testing.T) {
+	t.Helper()
+	requireSlot(t)
+}
+
+// countHook counts the firings of a hook point in this process.
+func countHook(t *testing.T, name string) *atomic.Int32 {
+	var n atomic.Int32
+	t.Cleanup(hook.Set(name, func(string) { n.Add(1) }))
+	return &n
+}
+
+// startHolder starts a handoffhold worker and waits for it to hold.
+func startHolder(t *testing.T, e *testEnv, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := workerCmd(context.Background(), "handoffhold",
+		append([]string{"STATELOCK_STATE=" + e.state, "STATELOCK_CONFIG=" + e.configRoot}, env...)...)
+	sc := startAndWaitLine(t, cmd, "held", 30*time.Second)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, sc
+}
+
+// lockedRecordIsOurs checks that F.lock holds h's record (plus spaces).
+func lockedRecordIsOurs(t *testing.T, e *testEnv, h *Held) {
+	t.Helper()
+	r, err := ParseRecord(mustRead(t, e.lock))
+	if err != nil || r.Token != h.Token() || r.Released {
+		t.Fatalf("F.lock is not our record: %q (%v)", mustRead(t, e.lock), err)
+	}
+}
+
+// TestHandoffBetweenProcesses: a Go holder in another process hands F.lock
+// straight to the Go waiter seated behind it: the waiter enters on its own
+// bytes (the accepted hook), without taking the transition claim, and
+// F.lock never holds a tombstone in between. With directHandoff off the
+// waiter takes the claim and never accepts a grant.
+func TestHandoffBetweenProcesses(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	cmd, sc := startHolder(t, e)
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	claims := countHook(t, hook.LockClaimTaken)
+	h, err := Lock(context.Background(), e.state, e.opts(WithWait(30*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	if accepted.Load() != 1 || claims.Load() != 0 {
+		t.Fatalf("accepted %d grants, took %d claims: want 1 and 0", accepted.Load(), claims.Load())
+	}
+	lockedRecordIsOurs(t, e, h)
+	if !scanFor(sc, "released") {
+		t.Fatal("the holder's Unlock failed")
+	}
+	cmd.Wait()
+}
+
+func scanFor(sc *bufio.Scanner, want string) bool {
+	for sc.Scan() {
+		if sc.Text() == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHandoffGranterKilledBeforePwrite: the granter dies after it moved
+// our seat to GRANTING and before its pwrite. F.lock still holds its
+// record, its slot lock is gone: our seat goes back to WAITING (Recover),
+// we see the holder dead, withdraw and reclaim at once. Without Recover
+// the waiter stays in GRANTING (it may not withdraw from a grant) until
+// its wait runs out.
+func TestHandoffGranterKilledBeforePwrite(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	cmd, _ := startHolder(t, e, "STATELOCK_KILL_HOOK="+hook.LockHandoffBeforePwrite)
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	h, err := Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	lockedRecordIsOurs(t, e, h)
+	if accepted.Load() != 0 {
+		t.Fatal("accepted a grant the granter never wrote")
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the granter was not killed in the hand-off: %v", err)
+	}
+}
+
+// TestHandoffGranterKilledAfterPwrite: the granter dies right after its
+// pwrite, before it stored GRANTED or woke anyone. F.lock holds our bytes
+// and our slot lock attests them: we own the lock and find it at our next
+// look, with no wake and the seat still GRANTING.
+func TestHandoffGranterKilledAfterPwrite(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	cmd, _ := startHolder(t, e, "STATELOCK_KILL_HOOK="+hook.LockHandoffAfterPwrite)
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	claims := countHook(t, hook.LockClaimTaken)
+	h, err := Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	lockedRecordIsOurs(t, e, h)
+	if accepted.Load() != 1 || claims.Load() != 0 {
+		t.Fatalf("accepted %d, claims %d: the grant the dead granter wrote was not taken as it stands", accepted.Load(), claims.Load())
+	}
+	cmd.Wait()
+}
+
+// TestHandoffWaiterKilledAfterAccepting: a waiter in another process is
+// granted, reads its bytes, and is killed before it runs anything. Its
+// record is dead at once (its slot lock went with it), and the next
+// caller reclaims it without waiting out any timeout.
+func TestHandoffWaiterKilledAfterAccepting(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workerCmd(context.Background(), "handoffwait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
+		"STATELOCK_KILL_HOOK="+hook.LockHandoffAccepted)
+	startAndWaitLine(t, w, "waiting", 30*time.Second)
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the waiter was not killed after accepting: %v", err)
+	}
+	r, err := ParseRecord(mustRead(t, e.lock))
+	if err != nil || r.Pid != int64(w.Process.Pid) {
+		t.Fatalf("F.lock is not the killed waiter's record: %q", mustRead(t, e.lock))
+	}
+	h2, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+	if err != nil {
+		t.Fatalf("the killed waiter's granted record was not reclaimed: %v", err)
+	}
+	h2.Unlock()
+}
+
+// TestHandoffTransientDetach: while the granter checks that F.lock still
+// names its inode (§4.8.2d), a peer's exact unlink has the name detached
+// (here: renamed away and put back 30 ms later, as the reference does when
+// its compare fails). The granter looks again and the release succeeds;
+// the waiter enters. Concluding from one lstat would fail the release as
+// "someone replaced our record".
+func TestHandoffTransientDetach(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := countHook(t, hook.LockHandoffNameLost)
+	aside := filepath.Join(e.dir, ".gjc-delete-session-state-lock-detached.json")
+	back := make(chan error, 1)
+	defer hook.Set(hook.LockHandoffAfterPwrite, hook.Once(func(string) {
+		if err := os.Rename(e.lock, aside); err != nil {
+			back <- err
+			return
+		}
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			back <- os.Rename(aside, e.lock)
+		}()
+	}))()
+	got := make(chan error, 1)
+	var w *Held
+	go func() {
+		var err error
+		w, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+		got <- err
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatalf("the release failed on a transient detach: %v", err)
+	}
+	if err := <-back; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	defer w.Unlock()
+	lockedRecordIsOurs(t, e, w)
+	if lost.Load() == 0 {
+		t.Fatal("the detach was never seen (the test did not test the window)")
+	}
+}
+
+// TestHandoffUntrustedMailbox: a mailbox of the wrong mode, with two
+// links, of the wrong size, or owned by another uid is never written, and
+// the lock still works (two goroutines' contended cycles, no hand-off).
+func TestHandoffUntrustedMailbox(t *testing.T) {
+	requireCohort(t)
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, p string)
+	}{
+		{"mode 0644", func(t *testing.T, p string) { os.Chmod(p, 0o644) }},
+		{"two links", func(t *testing.T, p string) {
+			if err := os.Link(p, p+".link"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"wrong size", func(t *testing.T, p string) { os.Truncate(p, wake.Size/2) }},
+		{"another uid", func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to chown")
+			}
+			if err := os.Chown(p, 4243, 4243); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			p := filepath.Join(e.dir, wake.Prefix+filepath.Base(e.lock))
+			if err := os.WriteFile(p, make([]byte, wake.Size), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c.setup(t, p)
+			old := time.Now().Add(-time.Hour)
+			os.Chtimes(p, old, old)
+			before := mustRead(t, p)
+			accepted := countHook(t, hook.LockHandoffAccepted)
+			const n = 20
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() {
+					for range n {
+						if err := Update(context.Background(), e.state, func(b []byte) ([]byte, error) {
+							var v int
+							fmt.Sscan(string(b), &v)
+							time.Sleep(time.Millisecond)
+							return []byte(fmt.Sprint(v + 1)), nil
+						}, e.opts(WithGroupCommit(false), WithWait(30*time.Second))...); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := strings.TrimSpace(string(mustRead(t, e.state))); got != fmt.Sprint(2*n) {
+				t.Fatalf("counter %s, want %d", got, 2*n)
+			}
+			fi, _ := os.Stat(p)
+			if !bytes.Equal(before, mustRead(t, p)) || !fi.ModTime().Equal(old) || accepted.Load() != 0 {
+				t.Fatalf("the untrusted mailbox was used (%d hand-offs) or written", accepted.Load())
+			}
+		})
+	}
+}
+
+// TestHandoffTSReclaimerDuringHandoff: a TypeScript worker contends while
+// a Go granter stops in each window of its hand-off (after the CAS, before
+// and after the pwrite): the reference's acquire and reclaim poll F.lock
+// and capture it while it changes from the granter's live record to the
+// waiter's, never see a tombstone, and fail nothing. Every increment
+// counts, no two holds overlap.
+func TestHandoffTSReclaimerDuringHandoff(t *testing.T) {
+	requireCohort(t)
+	if testing.Short() {
+		t.Skip("interop test skipped in -short mode")
+	}
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsLog := filepath.Join(e.dir, "ts.log")
+	ts := tsseed.Command(t, e.configRoot, e.state, 3, 1, tsLog)
+	var tsOut bytes.Buffer
+	ts.Stdout, ts.Stderr = &tsOut, &tsOut
+	var tombs atomic.Int32
+	pause := func(string) {
+		if r, err := ParseRecord(mustRead(t, e.lock)); err == nil && r.Released {
+			tombs.Add(1)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	defer hook.Set(hook.LockHandoffCheck, pause)()
+	defer hook.Set(hook.LockHandoffBeforePwrite, pause)()
+	defer hook.Set(hook.LockHandoffAfterPwrite, pause)()
+	if err := ts.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // node is polling F.lock now
+	done := make(chan error, 1)
+	go func() {
+		for range 3 {
+			w, err := Lock(context.Background(), e.state, e.opts(WithWait(2*time.Minute))...)
+			if err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+			if err := w.Unlock(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Wait(); err != nil {
+		t.Fatalf("the TypeScript worker failed: %v\n%s", err, tsOut.String())
+	}
+	if tombs.Load() != 0 {
+		t.Fatal("F.lock held a tombstone during a hand-off")
+	}
+	s, err := parseCounter(mustRead(t, e.state))
+	if err != nil || s.N != 3 {
+		t.Fatalf("counter %+v (%v): want the TypeScript worker's 3", s, err)
+	}
+}
+
+// TestHandoffHolderKilledWhileSeated: the Go holder a waiter is seated
+// behind is SIGKILLed while holding (no hand-off begins). The seated
+// waiter sees the holder's slot lock gone at its next look (bounded by
+// handoffPoll, no wake needed), withdraws and reclaims the dead record.
+func TestHandoffHolderKilledWhileSeated(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	holder := workerCmd(ctx, "hold", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	startAndWaitLine(t, holder, "H", 30*time.Second)
+	got := make(chan error, 1)
+	var h *Held
+	go func() {
+		var err error
+		h, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+		got <- err
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	holder.Process.Signal(syscall.SIGKILL)
+	holder.Wait()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	lockedRecordIsOurs(t, e, h)
+}
+
+// TestHandoffRefusesWaiterWithoutSlotLock (§4.8.2b): a seat WAITING with
+// the record of a waiter whose slot lock is not held on F.lock's inode
+// (here: a seat whose record names this process's slot, taken without the
+// slot lock) is never written into F.lock: the grant is cancelled, the
+// seat is WAITING again, and the release is the reference one. Without
+// the check F.lock would hold a record no kernel lock attests, which the
+// next judge finds dead and removes while its owner believes it holds.
+func TestHandoffRefusesWaiterWithoutSlotLock(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	fake := l.lockOwner().Encode()
+	d, err := exactfs.OpenDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mb, err := wake.Open(d, filepath.Base(e.lock), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	seat, err := mb.Take(fake, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seat.Leave()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	b := mustRead(t, e.lock)
+	if r, err := ParseRecord(b); err != nil || !r.Released {
+		t.Fatalf("F.lock after the release: %q, want a tombstone (the grant refused)", b)
+	}
+	if seat.State() != wake.Waiting {
+		t.Fatalf("the refused seat is %v, want WAITING", seat.State())
+	}
+}
+
+// TestHandoffSeatedWaiterCancelled: a seated waiter whose context ends
+// returns the context's error at once (its futex sleep is interrupted),
+// and leaves its seat: nothing stays WAITING in the mailbox.
+func TestHandoffSeatedWaiterCancelled(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := Lock(ctx, e.state, e.opts(WithWait(time.Minute))...)
+		got <- err
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrLocked) {
+			t.Fatalf("a cancelled seated waiter returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled seated waiter did not return")
+	}
+	if n := waitingSeats(e); n != 0 {
+		t.Fatalf("%d seats still WAITING after the waiter left", n)
+	}
+}

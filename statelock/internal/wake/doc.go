@@ -1,0 +1,44 @@
+// Package wake is the waiting machinery of the Go cohort (SPEC §4.8.2): the
+// mailbox through which a Go waiter publishes the exact owner record it
+// wants written into F.lock, and accepts a direct hand-off from the live
+// owner, with the futex that wakes it. It is policy-free: it knows nothing
+// of F.lock, records or judges; statelock decides when to seat a waiter and
+// when to grant, and proves everything about F.lock itself. What this
+// package guarantees is the mailbox's own part of the proof:
+//
+//   - Trust (SPEC §4.2): a mailbox is used only when it is a regular file
+//     owned by our effective uid, with one link, mode 0600 and exactly Size
+//     bytes, on a filesystem whose kernel answers the lease probe (a local
+//     one: a file shared between hosts cannot carry a shared mapping's
+//     stores between them). Anything else is never written (not even
+//     mapped) and Open says why; the caller then waits the reference way.
+//     It is created whole: truncated to Size under a private staging name
+//     and given its name by a no-replace rename (exactfs.Dir.CreateWith).
+//   - Seats: a waiter owns seat i while its descriptor holds an OFD write
+//     lock on byte i of the mailbox; the kernel drops it when the waiter
+//     dies, so a dead waiter's seat is free at once and never granted
+//     (Grant asks the lock before anything else).
+//   - The state word of a seat (idle, WAITING, GRANTING, GRANTED in its low
+//     two bits, a sequence number above them) changes only by
+//     compare-and-swap, and every change bumps the sequence, so no
+//     transition can succeed against a state it did not see (no ABA). A
+//     granter holds an OFD write lock on byte GrantLockBase+i for as long
+//     as the seat is GRANTING under it; a GRANTING seat whose grant byte
+//     nobody holds has lost its granter (Recover puts it back to WAITING).
+//   - The record bytes are written by the waiter while its seat is idle,
+//     before it stores WAITING, and read by the granter once, right after
+//     its CAS to GRANTING: the bytes a grant writes are the bytes the
+//     waiter published, never those of a later occupant of the seat.
+//
+// Fairness: Grant picks the WAITING seat with the smallest ticket (the
+// waiter's arrival on the host's monotonic clock), so Go waiters are served
+// in arrival order.
+//
+// Beside the mailbox, the package has the waiting of a waiter that is not
+// seated (behind a TypeScript holder, an older exactfs, a busy claim):
+// Watch, the inotify watch of F.lock's inode that wakes it early, and
+// Backoff, the bounded sleeps between its attempts (5 ms doubling to
+// 100 ms, SPEC §4.4). Their knobs are fields and arguments (Backoff.Min,
+// Backoff.Max, NewWatch's off), not package variables, so tests run in
+// parallel.
+package wake
