@@ -1,3 +1,5 @@
+//go:build !exactfs_portable
+
 package wake
 
 import (
