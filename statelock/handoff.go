@@ -129,7 +129,11 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	dev, ino := l.dir.Inode()
 	key := mailboxKey{dev, ino, l.lockName}
 	fi, err := l.dir.Lstat(name)
-	if err != nil && !create {
+	if err != nil && (!create || !l.ownsDir()) {
+		// Not made in a directory that is not ours (root's one-off in a
+		// service's directory): a mailbox there would be ours, and the
+		// trust rule (wake.Open) keeps every process of the directory's
+		// owner off it, for good. We wait the reference way instead.
 		return nil, nil
 	}
 	mailboxes.Lock()
@@ -158,6 +162,12 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	mailboxes.m[key] = e
 	mailboxes.n++
 	return mb, e.take()
+}
+
+// ownsDir reports whether the lock's directory is owned by our euid.
+func (l *locker) ownsDir() bool {
+	st, err := sys.Fstat(l.dir.Fd())
+	return err == nil && l.euid >= 0 && st.Uid == uint32(l.euid)
 }
 
 // take counts a user (mailboxes locked) and returns its give-back.

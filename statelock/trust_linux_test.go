@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -659,6 +660,36 @@ func TestRootInServiceDirectory(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		ownedBy(t, svc, state)
+		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
+	})
+	t.Run("root waits behind a holder", func(t *testing.T) {
+		// A contended wait seats a cohort waiter in the mailbox beside
+		// the lock. Root must not make one in the service's directory: it
+		// would be root's, and the service's processes could never use it.
+		_, state := serviceDir(t, root, svc)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := trustCmd(ctx, exe, nil, "hold", "TRUST_STATE="+state)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "H" {
+			t.Fatalf("holder did not lock: %q", sc.Text())
+		}
+		go func() { time.Sleep(300 * time.Millisecond); cmd.Process.Kill() }()
+		rootCycles(t, state, 1)
+		cmd.Wait()
+		ownedBy(t, svc, state)
+		name, _ := wake.Name(filepath.Base(state) + lockSuffix)
+		if fi, err := os.Lstat(filepath.Join(filepath.Dir(state), name)); err == nil {
+			st := fi.Sys().(*syscall.Stat_t)
+			t.Errorf("root's wait left a mailbox owned by %d in the service's directory", st.Uid)
+		}
 		runAs(t, exe, &svc, "svc", "TRUST_STATE="+state, "TRUST_N=2")
 	})
 	t.Run("service first", func(t *testing.T) {
