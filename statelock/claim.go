@@ -21,19 +21,6 @@ import (
 // milliseconds. The same one second is the reference's tombstone rule.
 const claimMinAge = time.Second
 
-// sparePrefix names the spare claim directory (claim_linux.go) of the claim
-// F.lock.transition: sparePrefix + "F.lock.transition".
-const sparePrefix = ".gjc-delete-state-lock-spare-"
-
-// spareName is the spare's name for a claim name, or "" when it would be
-// longer than a file name may be (then claims are made and removed).
-func spareName(claim string) string {
-	if n := sparePrefix + claim; len(n) <= 255 {
-		return n
-	}
-	return ""
-}
-
 // claimDir is the claim directory a locker holds: a descriptor on it and its
 // identity (fd is -1 when none is held, or where claims are not recycled).
 type claimDir struct {
@@ -430,7 +417,7 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 		// Not ours to rewrite (trust.go): unlink exactly the version
 		// judged instead. No sidecar and no claim directory is a state
 		// every taker, the reference's too, creates its sidecar from.
-		err := l.dir.UnlinkExact(l.sidecar, judged.id, quarantineName())
+		err := l.dir.UnlinkExact(l.sidecar, judged.id, exactfs.LockQuarantineName())
 		switch {
 		case err == nil:
 			return true, nil
@@ -542,7 +529,7 @@ func treeRemoved(err error) error {
 // rules as F.lock itself (liveness.Reclaim with the lock's judge). A
 // tombstone there is left for explicit cleanup, as the reference does.
 func (l *locker) reclaimSupersededClaim() (bool, error) {
-	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true,
+	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true,
 		Judged:   func() { hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim)) },
 		Removing: func() { hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim)) }}
 	j, err := liveness.Reclaim(l.dir, l.claim, rm, func(c liveness.Captured) liveness.Judgement {

@@ -18,7 +18,7 @@ import (
 // on a virtual disk, rmdir of an empty directory costs 200–300 µs against
 // 10 µs for a rename), and a lock cycle takes the claim twice. So a claim
 // is given back by renaming the directory, without replace, to a private
-// spare name beside it (sparePrefix + the claim's name), and the next taker
+// spare name beside it (exactfs.SparePrefix + the claim's name), and the next taker
 // renames the spare, without replace, onto the claim's name. Every peer
 // sees exactly what mkdir and rmdir show it: the name F.lock.transition
 // appears as an empty 0700 directory, for one taker only (the rename fails

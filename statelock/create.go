@@ -157,17 +157,11 @@ func (l *locker) retract(name string, f *os.File, created exactfs.Identity) erro
 	if err != nil || !cur.id.SameInode(created) {
 		return nil
 	}
-	err = l.dir.UnlinkExact(name, cur.id, quarantineName())
+	err = l.dir.UnlinkExact(name, cur.id, exactfs.LockQuarantineName())
 	if errors.Is(err, exactfs.ErrNotFound) || errors.Is(err, exactfs.ErrIdentityMismatch) {
 		return nil
 	}
 	return err
-}
-
-// quarantineName is the private name exact unlink detaches an owner record
-// to; TypeScript peers skip it when they scan the directory.
-func quarantineName() string {
-	return ".gjc-delete-session-state-lock-" + exactfs.NewUUID() + ".json"
 }
 
 // lockOrPlain takes the OFD lock on f for rec. Where the filesystem takes

@@ -228,7 +228,7 @@
 // a dead holder or holds this lock for the first time in its process: each
 // is removed by exact unlink only if it is a single-link regular file, not
 // F, open in no process on this host (the kernel's write-lease probe,
-// internal/idle), and for a temp file, its pid gone. Everything else is
+// exactfs.ProbeUnopened), and for a temp file, its pid gone. Everything else is
 // kept; Held.Residue and Inspect say what was found, removed and kept, and
 // why (residue.go).
 //

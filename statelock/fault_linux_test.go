@@ -3,6 +3,7 @@ package statelock
 import (
 	"context"
 	"errors"
+	"github.com/exactfs/exactfs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -117,9 +118,9 @@ func checkNamed(t *testing.T, e *testEnv) []string {
 		t.Errorf("transition claim after the fault is present and not crashed: %+v", st.Claim)
 	}
 	known := map[string]bool{
-		filepath.Base(e.state):            true,
-		filepath.Base(e.lock):             true,
-		spareName(filepath.Base(e.claim)): true,
+		filepath.Base(e.state):                    true,
+		filepath.Base(e.lock):                     true,
+		exactfs.SpareName(filepath.Base(e.claim)): true,
 	}
 	if st.Claim.Present {
 		known[filepath.Base(e.claim)] = true

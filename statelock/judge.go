@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/idle"
 	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
@@ -149,7 +148,7 @@ func (l *locker) judgeMalformed(s *snapshot, f *os.File) verdict {
 	}
 	if _, ok := historicalUnreleased(s.data); !ok && f != nil && s.id.Nlink == 1 {
 		if min, how := abandonedAge(f, s.id); age(s.id) >= min {
-			if w, _ := writerOf(f); w == idle.No {
+			if w, _ := writerOf(f); w == exactfs.AnswerNo {
 				return verdict{liveness.Judgement{Verdict: liveness.Dead,
 					Reason: fmt.Sprintf("a record of %d bytes that does not parse, %s, open for writing by no process: its writer died while writing it", len(s.data), how)}, ""}
 			}

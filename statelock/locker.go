@@ -146,7 +146,7 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 		lockName: base + lockSuffix,
 		claim:    base + claimSuffix,
 		sidecar:  base + sidecarSuffix,
-		spare:    spareName(base + claimSuffix),
+		spare:    exactfs.SpareName(base + claimSuffix),
 		held:     claimDir{fd: -1},
 		lockPath: lockPath,
 		host:     host,

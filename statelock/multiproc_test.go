@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func assertSteadyState(t *testing.T, e *testEnv, modes bool) {
 	}
 	// The private names a cycle may leave are the spare claim directory
 	// (claim_linux.go), an empty directory, 0700, and the mailbox.
-	spare := spareName(filepath.Base(e.claim))
+	spare := exactfs.SpareName(filepath.Base(e.claim))
 	ents, _ := os.ReadDir(e.dir)
 	for _, en := range ents {
 		switch {

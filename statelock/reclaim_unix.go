@@ -3,11 +3,7 @@
 package statelock
 
 import (
-	"errors"
-	"io/fs"
-
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // guardTree takes the reclaim guard of the directory at name: an exclusive,
@@ -36,13 +32,13 @@ func (l *locker) guardTree(name string, want exactfs.Identity) (release func(), 
 		d.Close()
 		return nil, false, nil
 	}
-	switch err = sys.TryFlock(d.Fd()); {
-	case err == nil:
-		return func() { d.Close() }, true, nil
-	case errors.Is(err, sys.ErrWouldBlock):
+	switch ok, err := d.TryLock(); {
+	case err != nil:
+		d.Close()
+		return nil, false, err
+	case !ok:
 		d.Close()
 		return nil, false, nil
 	}
-	d.Close()
-	return nil, false, &fs.PathError{Op: "flock", Path: l.path(name), Err: err}
+	return func() { d.Close() }, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/exactfs/exactfs/internal/jsstr"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -84,16 +85,16 @@ func (r *Record) Encode() []byte {
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, r.Pid, 10)
 	b = append(b, `,"start_time":`...)
-	b = appendJSString(b, r.StartTime)
+	b = jsstr.Append(b, r.StartTime)
 	b = append(b, `,"token":`...)
-	b = appendJSString(b, r.Token)
+	b = jsstr.Append(b, r.Token)
 	if r.HostID != "" {
 		b = append(b, `,"owner_host_id":`...)
-		b = appendJSString(b, r.HostID)
+		b = jsstr.Append(b, r.HostID)
 	}
 	if r.StartTimeFormat != "" {
 		b = append(b, `,"start_time_format":`...)
-		b = appendJSString(b, r.StartTimeFormat)
+		b = jsstr.Append(b, r.StartTimeFormat)
 	}
 	if r.PidfdIno != 0 {
 		b = append(b, `,"pidfd_ino":`...)
@@ -105,7 +106,7 @@ func (r *Record) Encode() []byte {
 	}
 	if r.BootID != "" {
 		b = append(b, `,"boot_id":`...)
-		b = appendJSString(b, r.BootID)
+		b = jsstr.Append(b, r.BootID)
 	}
 	if r.OfdSlot != 0 {
 		b = append(b, `,"ofd_slot":`...)
@@ -113,7 +114,7 @@ func (r *Record) Encode() []byte {
 	}
 	if r.PidNSHostID != "" {
 		b = append(b, `,"pidns_host_id":`...)
-		b = appendJSString(b, r.PidNSHostID)
+		b = jsstr.Append(b, r.PidNSHostID)
 	}
 	if r.Released {
 		b = append(b, `,"released":true`...)
@@ -126,59 +127,6 @@ func (r *Record) Encode() []byte {
 // deleting it), start time unknown, a fresh token, this host, released.
 func tombstone(token, hostID string) *Record {
 	return &Record{Pid: 1, StartTime: "unknown", Token: token, HostID: hostID, Released: true}
-}
-
-// appendJSString appends s as JSON.stringify writes it: only '"', '\\' and
-// control characters are escaped; '<', '>', '&' and U+2028/2029 are left
-// alone (encoding/json would escape them, and the bytes would then differ
-// from a TypeScript peer's for the same record). Invalid UTF-8 becomes
-// U+FFFD, as a JavaScript string would hold it.
-func appendJSString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0 // s[start:i] is pending, needing no escape
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			if r, size := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, `\"`...)
-		case '\\':
-			b = append(b, `\\`...)
-		case '\b':
-			b = append(b, `\b`...)
-		case '\f':
-			b = append(b, `\f`...)
-		case '\n':
-			b = append(b, `\n`...)
-		case '\r':
-			b = append(b, `\r`...)
-		case '\t':
-			b = append(b, `\t`...)
-		default:
-			b = append(b, `\u00`...)
-			b = append(b, hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // errMalformed marks bytes that are not a valid owner record. Such a record

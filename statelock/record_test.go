@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/exactfs/exactfs/internal/jsstr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,14 +156,14 @@ func TestEncodeMatchesJSONStringify(t *testing.T) {
 	}
 }
 
-// appendJSString copies runs that need no escape in one append; it must
+// jsstr.Append (the records' encoder) copies runs that need no escape in one append; it must
 // write exactly what the obvious rune-by-rune escaper below writes.
 func FuzzAppendJSStringMatchesSimple(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\"b\\c\n\x01<>&\u2028é", "\xff\xfe", "x\xc3", "\ufffd", "tab\tend\x7f"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := string(appendJSString(nil, s)), simpleJSString(s); got != want {
+		if got, want := string(jsstr.Append(nil, s)), simpleJSString(s); got != want {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/idle"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -145,10 +144,10 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		// the descriptor of its lock), so No covers an unknown lock too.
 		writer, why := writerOf(f)
 		f.Close()
-		if held || writer == idle.Yes || age(s.id) < RecoverClaimAge {
+		if held || writer == exactfs.AnswerYes || age(s.id) < RecoverClaimAge {
 			return nil
 		}
-		if writer != idle.No {
+		if writer != exactfs.AnswerNo {
 			a.Kind = KindKeepClaim
 			a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old; kept: %s, so its taker may be alive and writing it. "+
 				"If no process has %s open (check with lsof), remove both by hand: rmdir %s && rm %s",
@@ -187,7 +186,7 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	acts[0].Done = true
 	if side != nil {
 		// Exactly the sidecar judged above, whoever took the claim since.
-		_, err := liveness.Reclaim(l.dir, l.sidecar, liveness.Removal{Quarantine: quarantineName},
+		_, err := liveness.Reclaim(l.dir, l.sidecar, liveness.Removal{Quarantine: exactfs.LockQuarantineName},
 			func(c liveness.Captured) liveness.Judgement { return sameAs(c, side.id) })
 		acts[1].Done, acts[1].Err = removedOrPending(err)
 	}
@@ -280,7 +279,7 @@ func residueEvidence(kind string, c liveness.Captured) string {
 		// kernel cannot tell, its creator (which writes it through the
 		// descriptor it would lock) must have it open no more.
 		if !known {
-			if w, _ := writerOf(c.File); w != idle.No {
+			if w, _ := writerOf(c.File); w != exactfs.AnswerNo {
 				return ""
 			}
 		}
@@ -290,7 +289,7 @@ func residueEvidence(kind string, c liveness.Captured) string {
 }
 
 // placeholderFree picks a quarantine name for removing residue itself.
-func placeholderFree(string) string { return quarantineName() }
+func placeholderFree(string) string { return exactfs.LockQuarantineName() }
 
 // recoverLock removes an F.lock that no rule may reclaim automatically
 // because it proves nothing about its writer: an empty or malformed record
@@ -324,7 +323,7 @@ func (l *locker) recoverLock(dryRun bool) []Action {
 	}
 	changed := false
 	busy, err := l.withClaim(func() error {
-		rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
+		rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true}
 		_, err := liveness.Reclaim(l.dir, l.lockName, rm, func(c liveness.Captured) liveness.Judgement {
 			ev, _ := abandonedLock(c)
 			changed = !sameRecord(c.ID, judged) || ev == ""
@@ -365,8 +364,8 @@ func abandonedLock(c liveness.Captured) (evidence, kept string) {
 	found := fmt.Sprintf("malformed owner record of %d bytes, %s old", len(s.data), roundDur(age(s.id)))
 	if !known {
 		switch writer, why := writerOf(c.File); writer {
-		case idle.No:
-		case idle.Yes:
+		case exactfs.AnswerNo:
+		case exactfs.AnswerYes:
 			return "", found + "; kept: " + why + ", and the kernel cannot tell here whether it holds a lock on it"
 		default:
 			return "", found + "; kept: " + why + ", nor whether a process holds a lock on it"

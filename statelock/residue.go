@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/idle"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -28,7 +27,7 @@ import (
 //     was reclaimed by a caller that does not sweep, or by a version that
 //     did not);
 //   - the file is a regular file with one link, not F itself, and no
-//     process on this host has it open (idle.Unopened: the kernel's write
+//     process on this host has it open (exactfs.ProbeUnopened: the kernel's write
 //     lease probe; an exactfs writer keeps its staged file open from its
 //     creation to its commit, so an unopened one is a dead writer's);
 //   - for a TypeScript temp file also: its pid is gone or a zombie (the
@@ -117,7 +116,7 @@ func (l *locker) firstHold() bool {
 func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 	judged := false
 	// Residue of the state file is a copy of it, of any size.
-	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true, AnySize: true}
+	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true, AnySize: true}
 	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
 		judged, keep = true, l.judgeStateResidue(r, c)
 		if keep != "" || !remove {
@@ -156,7 +155,7 @@ func (l *locker) judgeStateResidue(r Residue, c liveness.Captured) string {
 			return "it is the current state file"
 		}
 	}
-	why, err := idle.Unopened(c.File)
+	why, err := exactfs.ProbeUnopened(c.File)
 	if err != nil {
 		return "the kernel's open-file probe failed: " + err.Error()
 	}

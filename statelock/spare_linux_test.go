@@ -3,6 +3,7 @@ package statelock
 import (
 	"context"
 	"errors"
+	"github.com/exactfs/exactfs"
 	"io"
 	"os"
 	"os/exec"
@@ -14,7 +15,9 @@ import (
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
-func (e *testEnv) spare() string { return filepath.Join(e.dir, spareName(filepath.Base(e.claim))) }
+func (e *testEnv) spare() string {
+	return filepath.Join(e.dir, exactfs.SpareName(filepath.Base(e.claim)))
+}
 
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()

@@ -204,7 +204,7 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 // to a quarantine name, under the transition claim (so without the
 // engine's reclaim flock), with F.lock's race hooks at the two windows.
 func (l *locker) removal(name string, hooks bool) liveness.Removal {
-	rm := liveness.Removal{Quarantine: quarantineName, Unguarded: true}
+	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true}
 	if hooks {
 		rm.Judged = func() { hook.Fire(hook.LockAfterStaleInspection, l.path(name)) }
 		rm.Removing = func() { hook.Fire(hook.LockBeforeStaleRemoval, l.path(name)) }

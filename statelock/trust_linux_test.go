@@ -183,7 +183,7 @@ func malloryWorker() error {
 		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return false
 		}
-		if err := os.Rename(tmp, filepath.Join(dir, sparePrefix+base+claimSuffix)); err != nil {
+		if err := os.Rename(tmp, filepath.Join(dir, exactfs.SparePrefix+base+claimSuffix)); err != nil {
 			os.Remove(tmp)
 			return false
 		}
@@ -607,7 +607,7 @@ func rootCycles(t *testing.T, state string, n int) {
 func ownedBy(t *testing.T, u trustUser, state string) {
 	t.Helper()
 	base := filepath.Base(state)
-	for _, n := range []string{base + lockSuffix, base + sidecarSuffix, sparePrefix + base + claimSuffix} {
+	for _, n := range []string{base + lockSuffix, base + sidecarSuffix, exactfs.SparePrefix + base + claimSuffix} {
 		fi, err := os.Lstat(filepath.Join(filepath.Dir(state), n))
 		if errors.Is(err, os.ErrNotExist) && n != base+lockSuffix {
 			continue

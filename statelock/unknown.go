@@ -3,7 +3,7 @@ package statelock
 import (
 	"os"
 
-	"github.com/exactfs/exactfs/internal/idle"
+	"github.com/exactfs/exactfs"
 )
 
 // Variables for tests: the kernel's answers as where it cannot tell (no OFD
@@ -22,11 +22,11 @@ func heldOnIt(f *os.File) (held, known bool) {
 	return ofdHeld(f)
 }
 
-// writerOf is idle.Writer as the abandoned-write rule and Recover ask it
+// writerOf is exactfs.ProbeWriter as the abandoned-write rule and Recover ask it
 // (writerUnknown).
-func writerOf(f *os.File) (idle.Answer, string) {
+func writerOf(f *os.File) (exactfs.Answer, string) {
 	if writerUnknown {
-		return idle.Unknown, "the kernel cannot tell whether it is open on this system"
+		return exactfs.AnswerUnknown, "the kernel cannot tell whether it is open on this system"
 	}
-	return idle.Writer(f)
+	return exactfs.ProbeWriter(f)
 }

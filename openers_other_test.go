@@ -1,6 +1,6 @@
 //go:build unix && (!linux || exactfs_portable)
 
-package idle
+package exactfs
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 )
 
 // Without Linux's lease probe (macOS, the BSDs) every question is
-// unanswered: Writer says Unknown and NoWriter and Unopened prove nothing,
+// unanswered: Writer says AnswerUnknown and NoWriter and Unopened prove nothing,
 // even for a file nobody else has open.
 func TestNoProbeHere(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f")
@@ -21,13 +21,13 @@ func TestNoProbeHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if a, why := Writer(f); a != Unknown || why == "" {
+	if a, why := ProbeWriter(f); a != AnswerUnknown || why == "" {
 		t.Fatalf("Writer: %v %q, want unknown with a reason", a, why)
 	}
-	if why, err := NoWriter(f); why == "" || err != nil {
+	if why, err := ProbeNoWriter(f); why == "" || err != nil {
 		t.Fatalf("NoWriter: %q, %v", why, err)
 	}
-	if why, err := Unopened(f); why == "" || err != nil {
+	if why, err := ProbeUnopened(f); why == "" || err != nil {
 		t.Fatalf("Unopened: %q, %v", why, err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux && !exactfs_portable
 
-package idle
+package exactfs
 
 import (
 	"os"
@@ -19,18 +19,18 @@ func TestUnopened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if why, err := Unopened(f); why != "" || err != nil {
+	if why, err := ProbeUnopened(f); why != "" || err != nil {
 		t.Fatalf("a file only we have open: %q, %v", why, err)
 	}
 	g, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why, err := Unopened(f); why == "" || err != nil {
+	if why, err := ProbeUnopened(f); why == "" || err != nil {
 		t.Fatalf("a file opened twice: %q, %v", why, err)
 	}
 	g.Close()
-	if why, err := Unopened(f); why != "" || err != nil {
+	if why, err := ProbeUnopened(f); why != "" || err != nil {
 		t.Fatalf("after the other close: %q, %v", why, err)
 	}
 }
@@ -50,18 +50,18 @@ func TestNoWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if why, err := NoWriter(f); why != "" || err != nil {
+	if why, err := ProbeNoWriter(f); why != "" || err != nil {
 		t.Fatalf("a file open only for reading: %q, %v", why, err)
 	}
 	w, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why, err := NoWriter(f); why == "" || err != nil {
+	if why, err := ProbeNoWriter(f); why == "" || err != nil {
 		t.Fatalf("a file open for writing: %q, %v", why, err)
 	}
 	w.Close()
-	if why, err := NoWriter(f); why != "" || err != nil {
+	if why, err := ProbeNoWriter(f); why != "" || err != nil {
 		t.Fatalf("after the writer closed it: %q, %v", why, err)
 	}
 }
@@ -76,7 +76,7 @@ func TestWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if a, why := Writer(f); a != No || why != "" {
+	if a, why := ProbeWriter(f); a != AnswerNo || why != "" {
 		t.Fatalf("a file open only for reading: %v %q", a, why)
 	}
 	w, err := os.OpenFile(p, os.O_RDWR, 0)
@@ -84,14 +84,15 @@ func TestWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if a, why := Writer(f); a != Yes || why == "" {
+	if a, why := ProbeWriter(f); a != AnswerYes || why == "" {
 		t.Fatalf("a file open for writing: %v %q", a, why)
 	}
 }
 
 // The kernel refuses a lease on anything but a regular file (EINVAL): the
-// answer is Unknown, never No. HasWriter, which this replaced, answered
-// false here, which its caller read as "nobody is writing it".
+// answer is AnswerUnknown, never AnswerNo. HasWriter, which ProbeWriter
+// replaced, answered false here, which its caller read as "nobody is
+// writing it".
 func TestWriterUnknownWhereTheKernelCannotTell(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -99,10 +100,10 @@ func TestWriterUnknownWhereTheKernelCannotTell(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close() // a writer exists; the probe cannot see it
-	if a, why := Writer(r); a != Unknown || !strings.Contains(why, "cannot tell") {
+	if a, why := ProbeWriter(r); a != AnswerUnknown || !strings.Contains(why, "cannot tell") {
 		t.Fatalf("a pipe with a live writer: %v %q, want unknown", a, why)
 	}
-	if why, err := NoWriter(r); why == "" || err != nil {
+	if why, err := ProbeNoWriter(r); why == "" || err != nil {
 		t.Fatalf("NoWriter on a pipe: %q, %v: must not prove anything", why, err)
 	}
 }
