@@ -99,6 +99,7 @@ func (a *acquisition) held(h *heldRecord) *Held {
 	if a.l.sweepDue || a.l.firstHold() {
 		held.residue = a.l.sweepResidue()
 	}
+	watchHeld(held)
 	return held
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ type Held struct {
 	residue []Residue
 	mu      sync.Mutex
 	done    bool
+	cleanup runtime.Cleanup // leak.go; stopped by unlock
 }
 
 // Residue returns the crash residue of the state file this acquisition
@@ -308,6 +310,7 @@ func (h *Held) unlock(early, away bool) error {
 		return lockError(h.l.lockPath, ReasonReleaseFailed, 0, 0, "", errors.New("already unlocked"))
 	}
 	h.done = true
+	h.cleanup.Stop()
 	if !early {
 		defer h.l.close()
 	}
