@@ -622,6 +622,27 @@ func ownedBy(t *testing.T, u trustUser, state string) {
 	}
 }
 
+// startRootHolder starts a trust worker that takes the lock as root and
+// holds it; it returns once the lock is held.
+func startRootHolder(t *testing.T, exe, state string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := trustCmd(ctx, exe, nil, "hold", "TRUST_STATE="+state)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "H" {
+		t.Fatalf("holder did not lock: %q", sc.Text())
+	}
+	return cmd
+}
+
 // TestRootInServiceDirectory: root taking the lock in a directory owned
 // by a service (another uid) does not lock the service out, in either
 // order, and not when root's holder is SIGKILLed: every object root
@@ -643,20 +664,7 @@ func TestRootInServiceDirectory(t *testing.T) {
 	})
 	t.Run("root holder killed", func(t *testing.T) {
 		_, state := serviceDir(t, root, svc)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := trustCmd(ctx, exe, nil, "hold", "TRUST_STATE="+state)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "H" {
-			t.Fatalf("holder did not lock: %q", sc.Text())
-		}
+		cmd := startRootHolder(t, exe, state)
 		cmd.Process.Kill()
 		cmd.Wait()
 		ownedBy(t, svc, state)
@@ -667,20 +675,7 @@ func TestRootInServiceDirectory(t *testing.T) {
 		// the lock. Root must not make one in the service's directory: it
 		// would be root's, and the service's processes could never use it.
 		_, state := serviceDir(t, root, svc)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := trustCmd(ctx, exe, nil, "hold", "TRUST_STATE="+state)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "H" {
-			t.Fatalf("holder did not lock: %q", sc.Text())
-		}
+		cmd := startRootHolder(t, exe, state)
 		go func() { time.Sleep(300 * time.Millisecond); cmd.Process.Kill() }()
 		rootCycles(t, state, 1)
 		cmd.Wait()
