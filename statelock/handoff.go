@@ -374,14 +374,26 @@ func (l *locker) yielding() bool {
 		return false
 	}
 	dev, ino := l.dir.Inode()
+	key := mailboxKey{dev, ino, l.lockName}
+	// The mapping is read under the registry's lock, without taking a
+	// reference (that would re-arm the idle timer on every attempt): once
+	// the lock is let go, an entry nobody holds a reference to may be
+	// unmapped by its idle timer at any moment, and a read of it then
+	// kills the process (SIGSEGV; the chaos soak at scale 3 found it).
 	mailboxes.Lock()
-	e := mailboxes.m[mailboxKey{dev, ino, l.lockName}]
+	e := mailboxes.m[key]
+	on := e != nil && e.mb.Yielding(ticketNow())
 	mailboxes.Unlock()
-	if e == nil || !e.mb.Yielding(ticketNow()) {
+	hook.Fire(hook.LockYieldLook, l.lockPath)
+	if !on {
 		return false
 	}
 	if l.referenceHolds() {
-		e.mb.EndYield()
+		mailboxes.Lock()
+		if e := mailboxes.m[key]; e != nil {
+			e.mb.EndYield()
+		}
+		mailboxes.Unlock()
 	}
 	return true
 }

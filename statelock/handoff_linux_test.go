@@ -494,3 +494,50 @@ func TestHandoffSeatedWaiterCancelled(t *testing.T) {
 		t.Fatalf("%d seats still WAITING after the waiter left", n)
 	}
 }
+
+// TestYieldLookSurvivesIdleUnmap: an attempt that looks whether the
+// mailbox asks Go takers to yield must not touch a mapping its idle timer
+// may unmap. The look used to read the mapping after letting go of the
+// registry's lock; when the timer unmapped it in between, the process died
+// of SIGSEGV (the chaos soak at scale 3 found it in a demo worker). Here
+// the unmapping is forced at exactly that window, with a yield on, so the
+// old code would read the unmapped header.
+func TestYieldLookSurvivesIdleUnmap(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	mb, done := l.mailbox(true)
+	if mb == nil {
+		t.Fatal("no mailbox")
+	}
+	mb.Yield(ticketNow() + int64(time.Minute))
+	done()
+	unmapped := 0
+	defer hook.Set(hook.LockYieldLook, func(string) {
+		mailboxes.Lock()
+		var idle []*mailboxEntry
+		for _, en := range mailboxes.m {
+			if en.refs == 0 {
+				idle = append(idle, en)
+			}
+		}
+		mailboxes.Unlock()
+		for _, en := range idle {
+			en.expire()
+			unmapped++
+		}
+	})()
+	if !l.yielding() {
+		t.Fatal("the yield asked in the mailbox was not seen")
+	}
+	if unmapped == 0 {
+		t.Fatal("the window was not reached: no idle mailbox was unmapped")
+	}
+	if l.yielding() {
+		t.Fatal("a yield seen in a mailbox that is no longer mapped")
+	}
+}

@@ -134,6 +134,10 @@ const (
 	// made and the directory holding it is fsynced before any byte of the
 	// record goes into the sidecar (SPEC §4.3, the take side).
 	LockClaimDirSync = "statelock.claim-dir-sync"
+	// LockYieldLook fires when an attempt has looked whether this process's
+	// mapped mailbox asks Go takers to yield, after the registry's lock is
+	// let go (the window in which an idle mailbox may be unmapped).
+	LockYieldLook = "statelock.yield-look"
 	// LockAfterClaimInspection fires after the stale verdict on a
 	// transition claim, before its re-capture.
 	LockAfterClaimInspection = "statelock.after-claim-inspection"
