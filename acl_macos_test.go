@@ -248,7 +248,11 @@ func TestMacACLAgainstXNUModel(t *testing.T) {
 				if !errors.As(err, &e) {
 					t.Fatalf("not a store error: %v", err)
 				}
-				return e.Code, e.ACLOperation
+				var acl *ACLError
+				if !errors.As(err, &acl) {
+					return e.Code, ""
+				}
+				return e.Code, acl.Operation
 			}
 			if got, _ := code(m.query("verify", "p", 3, ACLAccess)); got != c.verify {
 				t.Fatalf("verify: %q, want %q", got, c.verify)

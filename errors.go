@@ -166,11 +166,6 @@ type Error struct {
 	// filesystem (a lease lost or a binding changed during the call): the
 	// change is made, the caller's authority to have made it is not.
 	Committed bool
-	// ACLOperation ("clear" or "query") and ACLAttribute ("access" or
-	// "default") say which step of the owner-only security failed, for
-	// the store's acl_* codes.
-	ACLOperation string
-	ACLAttribute string
 	// Holder, Attempts and Elapsed describe a wait that gave up, on the
 	// codes that mean someone else holds what was asked for (statelock's
 	// contention reasons): who holds it ("" if unknown), and how many
@@ -193,9 +188,6 @@ func (e *Error) Error() string {
 		b.WriteString(e.Detail)
 	} else {
 		b.WriteString(describe(e.Code))
-	}
-	if e.ACLOperation != "" {
-		b.WriteString(" (acl " + e.ACLOperation + " of the " + e.ACLAttribute + " attribute)")
 	}
 	if e.Committed {
 		b.WriteString("; the change was committed")

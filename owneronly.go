@@ -23,8 +23,8 @@ const (
 	CodeACLVerifyFailed Code = "acl_verify_failed"
 )
 
-// The ACL operations and attributes an ACL failure names in
-// Error.ACLOperation and Error.ACLAttribute.
+// The ACL operations and attributes an ACL failure names in its
+// *ACLError cause.
 const (
 	ACLClear = "clear"
 	ACLQuery = "query"
@@ -70,6 +70,29 @@ func (k ownerKind) perm() uint32 {
 	}
 	return 0o600
 }
+
+// ACLError is the cause of an owner-only failure found at an ACL step
+// (the acl_* codes): which step (ACLClear or ACLQuery) on which attribute
+// (ACLAccess or ACLDefault) failed, and the system's error if there was
+// one. It is reached with errors.As; the outcome stays the *Error's Code:
+//
+//	var acl *exactfs.ACLError
+//	if errors.As(err, &acl) && acl.Attribute == exactfs.ACLDefault { ... }
+type ACLError struct {
+	Operation string // ACLClear or ACLQuery
+	Attribute string // ACLAccess or ACLDefault
+	Err       error  // the system's error, or nil
+}
+
+func (e *ACLError) Error() string {
+	s := "acl " + e.Operation + " of the " + e.Attribute + " attribute"
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *ACLError) Unwrap() error { return e.Err }
 
 func ownerErr(op, path string, c Code, detail string, cause error) *Error {
 	return &Error{Op: op, Path: path, Code: c, Detail: detail, Err: cause}

@@ -73,7 +73,5 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 }
 
 func aclErr(op, path string, c Code, aclOp, attr, detail string, cause error) error {
-	e := ownerErr(op, path, c, detail, cause)
-	e.ACLOperation, e.ACLAttribute = aclOp, attr
-	return e
+	return ownerErr(op, path, c, detail, &ACLError{Operation: aclOp, Attribute: attr, Err: cause})
 }

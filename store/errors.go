@@ -29,6 +29,10 @@ const (
 	CodeMalformedRecord exactfs.Code = "malformed_record"
 )
 
+// ACLError is the cause of a failure at an ACL step (exactfs.ACLError),
+// reached with errors.As: which operation on which attribute failed.
+type ACLError = exactfs.ACLError
+
 // ACL operations and attributes named by ACL failures.
 const (
 	ACLClear = exactfs.ACLClear
@@ -58,8 +62,9 @@ var (
 )
 
 // Error is the store's error: the one exactfs error type, whose codes the
-// store extends with those above. Security failures set ACLOperation and
-// ACLAttribute; a failure found after a mutation committed sets Committed.
+// store extends with those above. Security failures found at an ACL step
+// carry an *ACLError cause; a failure found after a mutation committed sets
+// Committed.
 type Error = exactfs.Error
 
 // CodeOf returns the code carried by err, or "" (exactfs.CodeOf: the store

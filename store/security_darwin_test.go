@@ -64,7 +64,7 @@ func TestMacACLPresentThenCleared(t *testing.T) {
 		}
 		err := VerifyOwnerOnlyPath(c.path, c.kind)
 		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLOperation != ACLQuery {
+		if !errors.As(err, &e) || e.Code != CodeACLPresent || aclStep(err).Operation != ACLQuery {
 			t.Fatalf("%s with an ACL: %v, want acl_present (query)", c.path, err)
 		}
 		if err := ApplyOwnerOnlyPath(c.path, c.kind); err != nil {

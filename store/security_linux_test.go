@@ -117,7 +117,7 @@ func TestACLPresentThenCleared(t *testing.T) {
 		t.Fatal("chmod removed the ACL; the test cannot show acl_present")
 	}
 	err = VerifyOwnerOnlyPath(file, File)
-	if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLOperation != ACLQuery || e.ACLAttribute != ACLAccess {
+	if !errors.As(err, &e) || e.Code != CodeACLPresent || aclStep(err) != (ACLError{Operation: ACLQuery, Attribute: ACLAccess}) {
 		t.Fatalf("verify: %v, want acl_present (query, access)", err)
 	}
 	if !errors.Is(err, ErrACLPresent) {
@@ -137,7 +137,7 @@ func TestACLPresentThenCleared(t *testing.T) {
 	// it.
 	setfacl(t, "-d", "-m", "u:nobody:rwx", dir)
 	err = VerifyOwnerOnlyPath(dir, Directory)
-	if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLAttribute != ACLDefault {
+	if !errors.As(err, &e) || e.Code != CodeACLPresent || aclStep(err).Attribute != ACLDefault {
 		t.Fatalf("verify dir: %v, want acl_present (query, default)", err)
 	}
 	if err := ApplyOwnerOnlyPath(dir, Directory); err != nil {
@@ -166,7 +166,7 @@ func TestStoreRefusesDirectoryWithDefaultACL(t *testing.T) {
 	} {
 		err := op()
 		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeACLPresent || e.ACLAttribute != ACLDefault {
+		if !errors.As(err, &e) || e.Code != CodeACLPresent || aclStep(err).Attribute != ACLDefault {
 			t.Fatalf("%s: %v, want acl_present (default)", name, err)
 		}
 	}
