@@ -259,6 +259,7 @@ func (m *Model) finishCycle(s *State, i int) {
 	p := &s.p[i]
 	p.ino, p.ver, p.hIno, p.hVer, p.tgt, p.after, p.next, p.sSnap = 0, 0, 0, 0, 0, 0, 0, 0
 	p.gRec = rec{}
+	p.noSt = false
 	if int(p.done) >= m.cfg.Acquisitions {
 		if m.cfg.Procs[i] == TS {
 			p.pc = tFin
@@ -291,7 +292,18 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 	q := &ns.p[i]
 	switch p.pc {
 	case gLook:
+		if s.yield && kind == Cohort && s.lock != 0 && s.ino[s.lock].c.k == kLive && m.cfg.Procs[s.ino[s.lock].c.who] != Cohort {
+			// handoff.go yielding: a reference holder's record is in
+			// F.lock, so the contender had its turn: the yield ends.
+			ns.yield = false
+			q.after, q.next, q.pc = gRCap, gLook, gClaim
+			emit(&ns, "a reference holder's record in F.lock: the yield ends; evaluate it under the claim")
+			return
+		}
 		if s.lock == 0 || s.ino[s.lock].c.k == kTomb {
+			if s.yield && kind == Cohort {
+				return // acquire.go try: Go yields the tombstone (waits)
+			}
 			q.after, q.next, q.pc = gTake, gLook, gClaim
 			emit(&ns, "F.lock free or a tombstone: take the claim to acquire")
 			return
@@ -624,13 +636,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		m.finishCycle(&ns, i)
 		emit(&ns, "lstat: still our inode; drop our slot lock, GRANTED, wake")
 	case gSticky:
-		if s.lock == p.hIno && s.ino[p.hIno].ver == p.hVer {
-			q.pc, q.noSt = gCS, false
-			emit(&ns, "sticky re-lock: lstat says F.lock is still ours")
-		}
-		ns2 := *s
-		ns2.p[i].noSt, ns2.p[i].pc = true, gRel
-		emit(&ns2, "sticky time over: release")
+		m.sticky(s, i, emit)
 	}
 }
 
@@ -657,7 +663,13 @@ func (m *Model) afterClaim(s *State, i int) {
 	q.pc = next
 }
 
-// release is the cohort owner's choice at the end of a critical section.
+// release is the cohort owner's choice at the end of a critical section:
+// hand F.lock to a seated waiter; or, when a TypeScript contender polls
+// while Go waiters queue, release the reference way and yield to it
+// (handoff.go referencePolling: the sidecar rewritten since the last look,
+// a timing test the model reads as "it may be noticed"); or keep F.lock
+// (sticky, §4.8.3: no waiter, no claim directory); or release the
+// reference way.
 func (m *Model) release(s *State, i int, emit func(ns *State, what string)) {
 	p := &s.p[i]
 	waiting := false
@@ -671,14 +683,103 @@ func (m *Model) release(s *State, i int, emit func(ns *State, what string)) {
 		ns.p[i].tgt, ns.p[i].gRec, ns.p[i].pc = uint8(w)+1, s.p[w].mRec, gCheck
 		emit(&ns, "hand-off: CAS a waiter WAITING->GRANTING")
 	}
-	if !waiting && s.dir == 0 && !p.noSt && int(p.done) < m.cfg.Acquisitions {
+	if waiting && m.tsPolling(s) {
+		ns := *s
+		ns.yield = true
+		ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
+		emit(&ns, "a TypeScript contender polls: no hand-off; release the reference way and yield the tombstone to it")
+	}
+	last := int(p.done) >= m.cfg.Acquisitions
+	if !waiting && s.dir == 0 && !p.noSt && (!last || m.cfg.Bugs&BugStickyNoIdle != 0) {
 		ns := *s
 		ns.p[i].pc = gSticky
-		emit(&ns, "sticky: keep F.lock (no waiter, no claim directory)")
+		if m.cfg.Bugs&BugStickyDropsSlot != 0 {
+			ns.p[i].slotI = 0
+			emit(&ns, "BAD: sticky: keep F.lock, but drop the slot lock that attests it")
+		} else {
+			emit(&ns, "sticky: keep F.lock (no waiter, no claim directory), slot lock held")
+		}
 	}
 	ns := *s
 	ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
 	emit(&ns, "release the reference way (under the claim)")
+}
+
+// sticky is a cohort owner that kept F.lock after its caller's critical
+// section (§4.8.3): its live record stays in F.lock, its slot lock held,
+// for at most the sticky time. Its steps:
+//   - it sees the claim directory (a reference contender polls through
+//     it): it releases the reference way and yields the tombstone;
+//   - its process locks again (while no claim directory exists): the
+//     re-lock proceeds after the cheap proof, an lstat that F.lock still
+//     names the kept inode (the kernel does not recycle an inode our
+//     descriptor holds, and no peer writes a live record in place, so the
+//     name is the whole proof; PropStickyRelock checks the record);
+//     refused, it forgets the kept record and acquires afresh;
+//   - the sticky time runs out (no re-lock came): the release, which
+//     hands off to a waiter seated meanwhile or releases the reference
+//     way.
+//
+// A crash at this step is the generic one (check.go): the record stays
+// live in F.lock, its slot lock and its pid gone, so every judge finds it
+// dead. In statelock the choice between these is one decision in memory
+// (the kept record is taken either by the re-lock or by the release,
+// never by both); the model's process is one sequence of steps, which is
+// that.
+func (m *Model) sticky(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	bugs := m.cfg.Bugs
+	ns := *s
+	q := &ns.p[i]
+	if s.dir != 0 {
+		if bugs&BugStickyIgnoresClaim == 0 {
+			ns.yield = true
+			q.noSt = true
+			q.after, q.next, q.pc = gRelProve, gFin, gClaim
+			emit(&ns, "sticky: a claim directory: release the reference way and yield the tombstone")
+			return
+		}
+	}
+	if int(p.done) < m.cfg.Acquisitions {
+		// ours: the kept record is exactly what F.lock names and holds
+		ours := s.lock == p.hIno && s.ino[p.hIno].c == m.myRec(s, i)
+		switch {
+		case bugs&BugStickyNoProof != 0:
+			ns.badRelock = !ours
+			q.slotI = p.hIno
+			q.pc, q.noSt = gCS, false
+			emit(&ns, "BAD: sticky re-lock without the proof")
+		case s.dir != 0:
+			q.pc, q.noSt = gCS, false
+			emit(&ns, "BAD: sticky re-lock while a claim directory exists")
+		case s.lock == p.hIno:
+			ns.badRelock = !ours
+			q.slotI = p.hIno // (held already; BugStickyDropsSlot takes it again)
+			q.pc, q.noSt = gCS, false
+			emit(&ns, "sticky re-lock: lstat says F.lock still names our kept inode")
+		default:
+			q.slotI, q.hIno, q.hVer = 0, 0, 0
+			q.pc, q.noSt = gLook, false
+			emit(&ns, "sticky re-lock refused: F.lock no longer names our kept inode: forget it, acquire afresh")
+		}
+	}
+	if bugs&BugStickyNoIdle == 0 {
+		ns2 := *s
+		ns2.p[i].noSt, ns2.p[i].pc = true, gRel
+		emit(&ns2, "sticky time over: release (hand off to a waiter seated meanwhile, or the reference way)")
+	}
+}
+
+// tsPolling: a TypeScript process is trying to acquire (alive, not
+// holding F.lock, not done): what statelock's referencePolling may notice.
+func (m *Model) tsPolling(s *State) bool {
+	for i, k := range m.cfg.Procs {
+		p := &s.p[i]
+		if k == TS && !p.dead && !p.fail && p.hIno == 0 && p.pc != tFin && p.pc != tFailed {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Model) fatal(ns *State, i int, emit func(*State, string), what string) {
