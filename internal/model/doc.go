@@ -50,9 +50,21 @@
 //     withdraws when the holder is gone, and gives up (a timeout or a
 //     cancelled context) by CAS WAITING->idle, which fails once the
 //     owner's CAS to GRANTING won (then it waits for the outcome); sticky
-//     ownership
-//     (§4.8.3: only with no waiter, no claim directory, and acquisitions
-//     still to come); the reference release under the claim otherwise;
+//     ownership (§4.8.3, steps.go sticky): with no waiter seated and no
+//     claim directory, and acquisitions still to come, the owner keeps
+//     F.lock (its live record, its slot lock held) and then either
+//     re-locks after the proof (an lstat: F.lock still names the kept
+//     inode; refused, it forgets the record and acquires afresh), or,
+//     on its idle time, releases (a hand-off to a waiter seated
+//     meanwhile, or the reference way), or, seeing the claim directory,
+//     releases the reference way and yields; a release that finds a
+//     claim a dead process left in its way keeps F.lock the same way and
+//     retries, instead of blocking its caller; the yield to TypeScript
+//     (handoff.go): an owner with waiters may release the reference way
+//     instead of handing off while a TypeScript process polls, and then
+//     cohort takers leave the tombstone alone until they see a reference
+//     holder's record in F.lock or the window runs out (a step of time,
+//     always possible); the reference release under the claim otherwise;
 //     stale reclaim of F.lock (capture, judge by slot lock, exact unlink)
 //     and of a crashed claim (judge, sidecar proved and rewritten to a
 //     fsynced tombstone, exact tree removal).
@@ -98,7 +110,9 @@
 // detached what it must not remove can always put it back (the name is
 // still free); no TypeScript process reaches a fatal case (with a single
 // TypeScript process, anything that changes its objects is a Go step); no
-// Go owner finds its record changed; after a power cut, never "no claim
+// Go owner finds its record changed; a sticky owner's re-lock never
+// proceeds unless F.lock still names and holds exactly its kept record
+// (PropStickyRelock: a peer took it meanwhile); after a power cut, never "no claim
 // directory, sidecar a Go record" (T1 for every later TypeScript call:
 // checked at the cut, and again by the TypeScript process that runs after
 // the reboot, TestRefTakeNoDirSyncFailsTypeScript). What the reference
@@ -161,6 +175,29 @@
 //     the inode is detached, or deleted by that same stalled-copy reclaim
 //     (then its release finds its record gone, and anyone may create
 //     F.lock meanwhile: TestEnterNoNameDeletedInode).
+//   - BugStickyNoIdle (§4.8.3's bound dropped): the kept record is let
+//     go only by the process's next Lock, and its last Unlock keeps it
+//     too; a waiter queued on it waits forever: a strand.
+//   - BugStickyDropsSlot: a sticky owner that drops its slot lock while
+//     it keeps F.lock; a Go judge finds the record dead and unlinks it
+//     under the owner (it owns without its bytes). It also supplies the
+//     taker for BugStickyNoProof: with the proof the re-lock is refused,
+//     without it the re-lock proceeds on a lock a peer took
+//     (PropStickyRelock, TestStickyProofRefusesTakenLock).
+//   - BugYieldForever: a yield that ends only when a Go look sees a
+//     reference holder's record in F.lock; the contender takes its turn
+//     (or dies) between two looks and every Go taker waits forever: a
+//     strand. The window is what ends it.
+//
+// Not safety bugs in the model, and held to that (their bad step is
+// taken, every property holds): BugStickyNoProof alone (no peer's step
+// takes F.lock from a kept record: its slot lock and live pid keep every
+// judge off, and only its owner writes a live record in place; the proof
+// guards against what the model leaves out: a person or a program
+// outside the protocol that removes F.lock, a kept record the release
+// took meanwhile in statelock's memory), and BugStickyIgnoresClaim (a
+// sticky owner that re-locks beside a claim directory costs the
+// reference contender its turn, a fairness property, below).
 //
 // Not a safety bug, and held to that: BugDetachLoss, an owner that takes a
 // transient detach at its closing lstat for a lost lock and cancels the
@@ -251,9 +288,24 @@
 //     the very first mkdir and the sidecar's creation leaves a claim
 //     without a sidecar, which SPEC §4.3 keeps for explicit recovery.
 //   - Legacy directory locks (§4.5), trust and ownership (§4.2), other
-//     hosts, superseded claim files, Update's state-file write (§4.6), the
-//     yield window for TypeScript: outside the lock's exclusion argument
-//     or pure fairness.
+//     hosts, superseded claim files, Update's state-file write (§4.6):
+//     outside the lock's exclusion argument.
+//   - TypeScript's progress (no starvation). The liveness property is
+//     the Go side's "can still finish", with finitely many acquisitions,
+//     so a TypeScript contender always gets the lock once the Go
+//     processes are done; whether it is overtaken forever by Go
+//     processes that never stop is a fairness property over infinite
+//     runs, and in a model without time it fails for the correct
+//     protocol too: a free scheduler can place every TypeScript attempt
+//     where F.lock is held (sticky, a hand-off, a Go taker of the
+//     tombstone), and a yield ends when its window runs out. What makes
+//     it hold in statelock is timing: the sticky time (2 ms) against the
+//     contender's claim, the yield window (referenceYield, 120 ms)
+//     against its backoff (at most 100 ms), the spacing of yields
+//     (referenceYieldEvery). The model checks the yield's safety (it
+//     only withholds Go takes of the tombstone, so no property breaks)
+//     and that it never strands the Go side (BugYieldForever), not that
+//     TypeScript gets its turn.
 //   - Power cut: only the claim directory and the sidecar are tracked;
 //     F.lock after a reboot is dead for every judge (boot id, pids), so
 //     its durable bytes decide nothing about exclusion: the reboot keeps
@@ -261,6 +313,34 @@
 //     one of the contents it could have, all judged alike. Only one Go
 //     and one TypeScript process run after it, once each: enough to meet
 //     and heal every disk state a cut leaves, and small.
+//
+// # Where the model differs from statelock
+//
+// Besides the abstractions above, where the model is not what statelock
+// does (so that a reader of a trace does not take it for a test of the
+// code):
+//   - Sticky ownership (§4.8.3) is modelled from the SPEC; statelock does
+//     not have it yet (it is being built). The model's owner goes sticky
+//     only while it has acquisitions to come (the SPEC's "only once its
+//     process has re-locked"), and its re-lock, its idle release and its
+//     claim-seen release are one process's steps: in statelock they are
+//     a caller and a timer, and the kept record must be taken by exactly
+//     one of them in memory (the model assumes that).
+//   - The proof at a sticky re-lock is an lstat of the name. The model
+//     checks the stronger fact (name and exact record) as a property,
+//     and finds the lstat enough (an inode our descriptor holds is never
+//     recycled, and no peer writes a live record in place).
+//   - The release that keeps F.lock when a claim is in its way does so
+//     only for a claim whose taker is dead (the case the SPEC names); a
+//     live taker's claim is waited for.
+//   - The yield: statelock yields at a release only when the sidecar was
+//     written since its last look (referencePolling) and the last yield
+//     is older than referenceYieldEvery; the model lets any release with
+//     a waiter seated yield while a TypeScript process polls (a superset)
+//     and does not model the spacing. statelock yields at the claim-seen
+//     sticky release as the SPEC asks (the model does). TryLock ignores
+//     the yield in statelock; the model has no TryLock. Nudges and wakes
+//     are not modelled (waiting is the absence of a step).
 //
 // # Found by the model
 //

@@ -365,6 +365,17 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 			q.dSnap, q.sSnap, q.pc = s.dir, s.sideVer, gClEntomb
 			emit(&ns, "claim in the way judged crashed: snapshot it")
 		}
+		if kind == Cohort && p.after == gRelProve && (s.maker == 0 || !aliveInc(s, s.maker-1, s.makerInc)) {
+			// §4.8.3: a cohort owner's release never blocks its caller
+			// on a claim a dead process left in the way (which may not
+			// be judged for a second, or ever: no valid sidecar): it
+			// keeps F.lock, its record still live and attested, and
+			// retries (sticky). (A live taker's claim goes in a few
+			// system calls; the release waits for it.)
+			ns2 := *s
+			ns2.p[i].after, ns2.p[i].next, ns2.p[i].pc, ns2.p[i].noSt = 0, 0, gSticky, true
+			emit(&ns2, "a claim in the way of our release: keep F.lock (sticky) and retry; the caller goes on")
+		}
 	case gClEntomb:
 		if s.dir != p.dSnap || s.sideVer != p.sSnap {
 			q.dSnap, q.sSnap, q.pc = 0, 0, gClaim
