@@ -287,6 +287,7 @@ func (m *Model) reboot(s *State) State {
 		ns.dir, ns.oldDir = 1, true
 	}
 	ns.side, ns.sideVer = s.durSide, fresh
+	ns.yield = false // the mailbox's yield is a deadline of the boot that ended
 	ns.durSide, ns.durDir = rec{}, false
 	if ns.lock != 0 && ns.ino[ns.lock].c.k == kMix {
 		ns.ino[ns.lock].c = rec{k: kTorn, who: ns.ino[ns.lock].c.who}

@@ -61,6 +61,8 @@ var holding = []Config{
 	// a sticky owner (§4.8.3) killed while it keeps F.lock, judged by
 	// TypeScript by its pid, and back as a new process.
 	{Procs: []Kind{Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+	// sticky again after a re-lock, beside TypeScript, with a crash.
+	{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1},
 	// a Go process on the reference path beside the cohort and TypeScript.
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2},
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
@@ -78,6 +80,9 @@ var holding = []Config{
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
 var holdingLarge = []Config{
+	// three acquisitions each: sticky, re-locked, sticky again, and the
+	// hand-offs and yields between two cohort members beside TypeScript.
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 3},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2, Crashes: 1, PowerCut: true},
