@@ -60,6 +60,11 @@ const (
 	// BugYieldForever: the yield to a reference contender ends only when
 	// a reference holder's record is seen in F.lock (no window).
 	BugYieldForever
+	// BugYieldThenKeep: a release whose hand-off yields to a reference
+	// contender goes on as if no waiter had been served: it may keep
+	// F.lock (sticky) and re-lock it, or, let go later, hand it to a Go
+	// waiter (r5-sticky's release: handoff, then stick).
+	BugYieldThenKeep
 	// BugSidecarUnlinkCreate: a Go taker that meets a dead record (not a
 	// tombstone) in the sidecar under its fresh claim removes it by exact
 	// unlink and creates the sidecar again (statelock's takeRecord full
@@ -97,15 +102,16 @@ type Config struct {
 
 // Properties the checker reports.
 const (
-	PropMutex        = "mutual exclusion: two owners in their critical sections"
-	PropTombstone    = "a tombstone in F.lock during a Go-to-Go hand-off"
-	PropTSFailed     = "a TypeScript operation failed (seed's fatal case reached)"
-	PropGoRelease    = "a Go owner's record was changed by someone else while held"
-	PropPowerCut     = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
-	PropStrand       = "a strand: the live Go processes can no longer all finish"
-	PropOwnBytes     = "an owner in its critical section while F.lock does not hold exactly its record"
-	PropPutBack      = "an exact unlink could not put a detached F.lock back: its name was taken"
-	PropStickyRelock = "a sticky owner's re-lock proceeded while F.lock no longer named and held its kept record"
+	PropMutex         = "mutual exclusion: two owners in their critical sections"
+	PropTombstone     = "a tombstone in F.lock during a Go-to-Go hand-off"
+	PropTSFailed      = "a TypeScript operation failed (seed's fatal case reached)"
+	PropGoRelease     = "a Go owner's record was changed by someone else while held"
+	PropPowerCut      = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
+	PropStrand        = "a strand: the live Go processes can no longer all finish"
+	PropOwnBytes      = "an owner in its critical section while F.lock does not hold exactly its record"
+	PropPutBack       = "an exact unlink could not put a detached F.lock back: its name was taken"
+	PropYieldHonoured = "a release that yielded the tombstone to a reference contender handed F.lock to a Go process (a grant or a re-lock)"
+	PropStickyRelock  = "a sticky owner's re-lock proceeded while F.lock no longer named and held its kept record"
 )
 
 // Model is a configured checker.
@@ -320,6 +326,9 @@ func (m *Model) reboot(s *State) State {
 func (m *Model) violated(s *State) (prop, detail string) {
 	if s.badRelock {
 		return PropStickyRelock, fmt.Sprintf("F.lock is %s", m.lockString(s))
+	}
+	if s.yieldBroken {
+		return PropYieldHonoured, fmt.Sprintf("F.lock is %s", m.lockString(s))
 	}
 	owners := []string{}
 	for i := range m.cfg.Procs {

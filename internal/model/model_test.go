@@ -190,6 +190,14 @@ func TestBadVariantsCaught(t *testing.T) {
 		{"yield to TypeScript without a window", BugYieldForever,
 			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropStrand,
 			[]string{"yield the tombstone", "(then)"}},
+		// r5-sticky's release today: the hand-off yields to a polling
+		// TypeScript contender, then the release goes on to keep F.lock
+		// (sticky), and the process's next Lock takes it back (or the
+		// idle release hands it to a Go waiter): the yield gives the
+		// contender nothing.
+		{"yield followed by sticky ownership", BugYieldThenKeep,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropYieldHonoured,
+			[]string{"BAD: a TypeScript contender polls: yield; then keep F.lock", "BAD: sticky re-lock after the release yielded"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -378,7 +386,7 @@ func TestTodaysClaimReleaseHole(t *testing.T) {
 var unreachedOutcomes = map[string]string{
 	"sidecar created (empty)":                        "runs start in the steady state, where the sidecar exists",
 	"VIOLATION: our record changed while we held it": "a property violation",
-	"sticky re-lock refused: F.lock no longer names our kept inode: forget it, acquire afresh": "no protocol step takes F.lock from a kept record (its slot lock and pid keep every judge off, and only its owner writes a live record in place); TestStickyProofRefusesTakenLock takes it",
+	"sticky re-lock refused: F.lock is not our kept inode as we left it: forget it, acquire afresh": "no protocol step takes F.lock from a kept record (its slot lock and pid keep every judge off, and only its owner writes a live record in place); TestStickyProofRefusesTakenLock takes it",
 }
 
 // TestEveryOutcomeTaken: every outcome of every step (each emit in
@@ -441,7 +449,7 @@ func TestStickyProofRefusesTakenLock(t *testing.T) {
 	if r.Violation != nil && r.Violation.Property == PropStickyRelock {
 		t.Fatalf("with the proof, a re-lock proceeded on a taken lock:\n%s", r.Violation)
 	}
-	const refused = "go-cohort: sticky re-lock refused: F.lock no longer names our kept inode: forget it, acquire afresh"
+	const refused = "go-cohort: sticky re-lock refused: F.lock is not our kept inode as we left it: forget it, acquire afresh"
 	if r.Taken[refused] == 0 {
 		t.Fatalf("the proof never refused a re-lock: the taken lock is not reached")
 	}

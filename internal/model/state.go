@@ -96,6 +96,9 @@ type proc struct {
 	inc   uint8
 	done  uint8 // completed critical sections
 	noSt  bool  // sticky time is over (or a claim was seen): this cycle's release gives the lock up
+	once  bool  // this release makes one attempt at the claim; busy: keep F.lock and retry
+	retry bool  // kept because a release found the claim busy: released again, never re-locked
+	yld   bool  // this release yielded the tombstone to a reference contender
 	slotI uint8 // inode on which this process holds its kernel slot lock (0 none)
 	sideL bool  // holds its kernel lock on the sidecar (cohort claim)
 	mail  uint8 // mailbox slot state
@@ -137,9 +140,12 @@ type State struct {
 	// badRelock (ghost): a sticky re-lock proceeded while F.lock did not
 	// name and hold exactly the kept record.
 	badRelock bool
-	crashes   uint8
-	restart   uint8
-	p         [maxP]proc
+	// yieldBroken (ghost): a release that yielded to a reference
+	// contender handed F.lock to a Go process (a grant or a re-lock).
+	yieldBroken bool
+	crashes     uint8
+	restart     uint8
+	p           [maxP]proc
 }
 
 func (r rec) String() string {
