@@ -50,21 +50,24 @@
 //     withdraws when the holder is gone, and gives up (a timeout or a
 //     cancelled context) by CAS WAITING->idle, which fails once the
 //     owner's CAS to GRANTING won (then it waits for the outcome); sticky
-//     ownership (§4.8.3, steps.go sticky): with no waiter seated and no
-//     claim directory, and acquisitions still to come, the owner keeps
-//     F.lock (its live record, its slot lock held) and then either
-//     re-locks after the proof (an lstat: F.lock still names the kept
-//     inode; refused, it forgets the record and acquires afresh), or,
-//     on its idle time, releases (a hand-off to a waiter seated
-//     meanwhile, or the reference way), or, seeing the claim directory,
-//     releases the reference way and yields; a release that finds a
-//     claim a dead process left in its way keeps F.lock the same way and
-//     retries, instead of blocking its caller; the yield to TypeScript
-//     (handoff.go): an owner with waiters may release the reference way
-//     instead of handing off while a TypeScript process polls, and then
-//     cohort takers leave the tombstone alone until they see a reference
-//     holder's record in F.lock or the window runs out (a step of time,
-//     always possible); the reference release under the claim otherwise;
+//     ownership (§4.8.3, steps.go release and sticky): with no waiter
+//     seated and no claim directory, and acquisitions still to come, the
+//     owner keeps F.lock (its live record, its slot lock held) and then
+//     either re-locks after the proof (an lstat: F.lock still names the
+//     kept inode, unchanged; then a fresh token's pwrite; refused, it
+//     forgets the record and acquires afresh), or, on its idle time or
+//     a waiter seated, releases (a hand-off, or one attempt at the claim
+//     for the reference release), or, seeing the claim directory, yields
+//     and makes one attempt at the claim; a claim directory at the
+//     release itself does the same; a release that makes one attempt
+//     and finds the claim busy keeps F.lock and tries again (never
+//     re-locked then), instead of blocking its caller; the yield to
+//     TypeScript (handoff.go): an owner with waiters may yield instead
+//     of handing off while a TypeScript process polls, and release the
+//     reference way; cohort takers then leave the tombstone alone until
+//     they see a reference holder's record in F.lock or the window runs
+//     out (a step of time, always possible); the reference release
+//     under the claim otherwise;
 //     stale reclaim of F.lock (capture, judge by slot lock, exact unlink)
 //     and of a crashed claim (judge, sidecar proved and rewritten to a
 //     fsynced tombstone, exact tree removal).
@@ -112,7 +115,10 @@
 // TypeScript process, anything that changes its objects is a Go step); no
 // Go owner finds its record changed; a sticky owner's re-lock never
 // proceeds unless F.lock still names and holds exactly its kept record
-// (PropStickyRelock: a peer took it meanwhile); after a power cut, never "no claim
+// (PropStickyRelock: a peer took it meanwhile); a release that yielded
+// the tombstone to a reference contender hands F.lock to no Go process,
+// neither by a grant nor by keeping it for a re-lock (PropYieldHonoured);
+// after a power cut, never "no claim
 // directory, sidecar a Go record" (T1 for every later TypeScript call:
 // checked at the cut, and again by the TypeScript process that runs after
 // the reboot, TestRefTakeNoDirSyncFailsTypeScript). What the reference
@@ -188,6 +194,11 @@
 //     reference holder's record in F.lock; the contender takes its turn
 //     (or dies) between two looks and every Go taker waits forever: a
 //     strand. The window is what ends it.
+//   - BugYieldThenKeep (r5-sticky's release as this is written: handoff,
+//     then stick): the hand-off yields to a polling TypeScript process,
+//     and the release goes on to keep F.lock, which the process's next
+//     Lock takes back (or its idle release hands to a Go waiter, the
+//     yield being recent): the contender gets nothing from the yield.
 //
 // Not safety bugs in the model, and held to that (their bad step is
 // taken, every property holds): BugStickyNoProof alone (no peer's step
@@ -303,9 +314,11 @@
 //     contender's claim, the yield window (referenceYield, 120 ms)
 //     against its backoff (at most 100 ms), the spacing of yields
 //     (referenceYieldEvery). The model checks the yield's safety (it
-//     only withholds Go takes of the tombstone, so no property breaks)
-//     and that it never strands the Go side (BugYieldForever), not that
-//     TypeScript gets its turn.
+//     only withholds Go takes of the tombstone, so no property breaks),
+//     that a release that yields really lets F.lock go to a tombstone
+//     (PropYieldHonoured, BugYieldThenKeep), and that a yield never
+//     strands the Go side (BugYieldForever); not that TypeScript gets
+//     its turn.
 //   - Power cut: only the claim directory and the sidecar are tracked;
 //     F.lock after a reboot is dead for every judge (boot id, pids), so
 //     its durable bytes decide nothing about exclusion: the reboot keeps
@@ -319,26 +332,33 @@
 // Besides the abstractions above, where the model is not what statelock
 // does (so that a reader of a trace does not take it for a test of the
 // code):
-//   - Sticky ownership (§4.8.3) is modelled from the SPEC; statelock does
-//     not have it yet (it is being built). The model's owner goes sticky
-//     only while it has acquisitions to come (the SPEC's "only once its
-//     process has re-locked"), and its re-lock, its idle release and its
-//     claim-seen release are one process's steps: in statelock they are
-//     a caller and a timer, and the kept record must be taken by exactly
-//     one of them in memory (the model assumes that).
-//   - The proof at a sticky re-lock is an lstat of the name. The model
-//     checks the stronger fact (name and exact record) as a property,
-//     and finds the lstat enough (an inode our descriptor holds is never
-//     recycled, and no peer writes a live record in place).
-//   - The release that keeps F.lock when a claim is in its way does so
-//     only for a claim whose taker is dead (the case the SPEC names); a
-//     live taker's claim is waited for.
+//   - Sticky ownership (§4.8.3) follows the SPEC and sticky.go as it was
+//     being built on r5-sticky (not yet in main). The model's owner
+//     goes sticky only while it has acquisitions to come (statelock:
+//     once its process has re-locked within the idle time), and its
+//     re-lock, its idle release and its retries are one process's
+//     steps: in statelock they are a caller and a watcher goroutine,
+//     and the kept record is taken by exactly one of them in memory
+//     (the model assumes that). A Lock of a process whose kept record
+//     waits for a retry (p.retry) waits in the model; in statelock it
+//     seats behind its own record and is handed it by the watcher.
+//   - The re-lock: the model, like the SPEC, re-locks only while no claim
+//     directory exists, and lets a sticky owner that sees one yield and
+//     release; r5-sticky's resume does not look at the claim directory
+//     (the release after the re-lock does). That is BugStickyIgnoresClaim,
+//     which breaks no property (TestStickyIgnoresClaimOnlyCostsFairness).
+//   - The re-lock's proof (size, mtime, ctime of the name, as the
+//     model's version) refused: statelock gives the record up by a
+//     proved reference release (which leaves another's record alone);
+//     the model forgets it. The two differ only for bytes still ours,
+//     which the model never meets there.
 //   - The yield: statelock yields at a release only when the sidecar was
 //     written since its last look (referencePolling) and the last yield
 //     is older than referenceYieldEvery; the model lets any release with
 //     a waiter seated yield while a TypeScript process polls (a superset)
-//     and does not model the spacing. statelock yields at the claim-seen
-//     sticky release as the SPEC asks (the model does). TryLock ignores
+//     and does not model the spacing (a yield asked within it is not
+//     asked again in statelock; in the model every claim-seen release
+//     yields). TryLock ignores
 //     the yield in statelock; the model has no TryLock. Nudges and wakes
 //     are not modelled (waiting is the absence of a step).
 //
@@ -372,6 +392,19 @@
 // Such a sidecar exists only off the steady state: after a power cut that
 // caught the reference between its mkdir and its fsynced sidecar record
 // (the reboot reaches that state), or an older exactfs's release.
+//
+// Sticky ownership, read against r5-sticky's work tree as it was being
+// built (Dec 4, 05:30 UTC; not yet committed there): its release asks the
+// hand-off first, and a hand-off that yields to a polling reference
+// contender returns "not handed", after which stick may keep the record
+// for the process's next Lock (resumeSticky does not look at the mailbox's
+// yield), or its watcher, the yield being recent, hands it to a Go waiter:
+// the yield gives the contender nothing (BugYieldThenKeep, caught as
+// PropYieldHonoured in 9 steps). It breaks no safety property: a fairness
+// regression against main, where the yield's release is the reference
+// one. Its resume also re-locks without looking at the claim directory
+// (BugStickyIgnoresClaim: no property breaks; the contender's turn waits
+// for the next release).
 //
 // # Sizes
 //
