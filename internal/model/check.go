@@ -249,6 +249,7 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			}
 			q.dead = true
 			q.slotI, q.sideL = 0, false
+			q.noSt, q.once, q.retry, q.yld = false, false, false, false
 			q.ino, q.ver, q.hIno, q.hVer, q.sSnap, q.dSnap, q.tgt, q.after, q.next = 0, 0, 0, 0, 0, 0, 0, 0, 0
 			q.gRec = rec{}
 			emit(&ns, i, "CRASH (SIGKILL: the kernel drops its locks, its pid is dead)", false)

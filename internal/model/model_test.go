@@ -481,8 +481,8 @@ func TestStickyProofRefusesTakenLock(t *testing.T) {
 // step is taken, so the window is reached.
 func TestStickyNoProofAlone(t *testing.T) {
 	for _, c := range []Config{
-		{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2},
-		{Procs: []Kind{Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+		{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+		{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1},
 	} {
 		c.Bugs, c.Coverage = BugStickyNoProof, true
 		r, err := Check(c)
@@ -509,7 +509,7 @@ func TestStickyNoProofAlone(t *testing.T) {
 // timing of the sticky time, the yield window and its backoff). The bad
 // step is taken, so a claim directory beside a sticky owner is reached.
 func TestStickyIgnoresClaimOnlyCostsFairness(t *testing.T) {
-	c := Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Bugs: BugStickyIgnoresClaim, Coverage: true}
+	c := Config{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1, Bugs: BugStickyIgnoresClaim, Coverage: true}
 	r, err := Check(c)
 	if err != nil {
 		t.Fatal(err)
