@@ -332,8 +332,8 @@
 // Besides the abstractions above, where the model is not what statelock
 // does (so that a reader of a trace does not take it for a test of the
 // code):
-//   - Sticky ownership (§4.8.3) follows the SPEC and sticky.go as it was
-//     being built on r5-sticky (not yet in main). The model's owner
+//   - Sticky ownership (§4.8.3) follows the SPEC and r5-sticky's
+//     sticky.go (2c59b02, not yet in main). The model's owner
 //     goes sticky only while it has acquisitions to come (statelock:
 //     once its process has re-locked within the idle time), and its
 //     re-lock, its idle release and its retries are one process's
@@ -393,8 +393,8 @@
 // caught the reference between its mkdir and its fsynced sidecar record
 // (the reboot reaches that state), or an older exactfs's release.
 //
-// Sticky ownership, read against r5-sticky's work tree as it was being
-// built (Dec 4, 05:30 UTC; not yet committed there): its release asks the
+// Sticky ownership, read against r5-sticky's commit 2c59b02 (not yet in
+// main when this was written): its release asks the
 // hand-off first, and a hand-off that yields to a polling reference
 // contender returns "not handed", after which stick may keep the record
 // for the process's next Lock (resumeSticky does not look at the mailbox's
