@@ -43,6 +43,28 @@ const (
 	// BugEnterNoName: the waiter enters on its bytes through its
 	// descriptor without checking that F.lock still names that inode.
 	BugEnterNoName
+	// BugStickyNoProof: a sticky owner's re-lock proceeds on the kept
+	// record in memory, without the lstat that F.lock still names it.
+	BugStickyNoProof
+	// BugStickyIgnoresClaim: a sticky owner keeps F.lock, and re-locks,
+	// while a claim directory exists (a reference contender polls).
+	BugStickyIgnoresClaim
+	// BugStickyNoIdle: no sticky time: the kept record is let go only by
+	// the process's next Lock, and a process keeps it at its last Unlock
+	// too (it cannot know it is the last).
+	BugStickyNoIdle
+	// BugStickyDropsSlot: a sticky owner drops its slot lock while it
+	// keeps F.lock (and takes it again at the re-lock): nothing attests
+	// the kept record.
+	BugStickyDropsSlot
+	// BugYieldForever: the yield to a reference contender ends only when
+	// a reference holder's record is seen in F.lock (no window).
+	BugYieldForever
+	// BugYieldThenKeep: a release whose hand-off yields to a reference
+	// contender goes on as if no waiter had been served: it may keep
+	// F.lock (sticky) and re-lock it, or, let go later, hand it to a Go
+	// waiter (r5-sticky's release: handoff, then stick).
+	BugYieldThenKeep
 	// BugSidecarUnlinkCreate: a Go taker that meets a dead record (not a
 	// tombstone) in the sidecar under its fresh claim removes it by exact
 	// unlink and creates the sidecar again (statelock's takeRecord full
@@ -72,18 +94,24 @@ type Config struct {
 	// noPowerCutProp leaves PropPowerCut out (a test shows the TypeScript
 	// operation that then fails after the reboot).
 	noPowerCutProp bool
+	// stickyNotOwner does not count a sticky owner (kept, between
+	// critical sections) as an owner (a test shows what the re-lock's
+	// proof refuses when something takes F.lock from a kept record).
+	stickyNotOwner bool
 }
 
 // Properties the checker reports.
 const (
-	PropMutex     = "mutual exclusion: two owners in their critical sections"
-	PropTombstone = "a tombstone in F.lock during a Go-to-Go hand-off"
-	PropTSFailed  = "a TypeScript operation failed (seed's fatal case reached)"
-	PropGoRelease = "a Go owner's record was changed by someone else while held"
-	PropPowerCut  = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
-	PropStrand    = "a strand: the live Go processes can no longer all finish"
-	PropOwnBytes  = "an owner in its critical section while F.lock does not hold exactly its record"
-	PropPutBack   = "an exact unlink could not put a detached F.lock back: its name was taken"
+	PropMutex         = "mutual exclusion: two owners in their critical sections"
+	PropTombstone     = "a tombstone in F.lock during a Go-to-Go hand-off"
+	PropTSFailed      = "a TypeScript operation failed (seed's fatal case reached)"
+	PropGoRelease     = "a Go owner's record was changed by someone else while held"
+	PropPowerCut      = "after a power cut: no claim directory, sidecar a Go record (T1 for every TypeScript call)"
+	PropStrand        = "a strand: the live Go processes can no longer all finish"
+	PropOwnBytes      = "an owner in its critical section while F.lock does not hold exactly its record"
+	PropPutBack       = "an exact unlink could not put a detached F.lock back: its name was taken"
+	PropYieldHonoured = "a release that yielded the tombstone to a reference contender handed F.lock to a Go process (a grant or a re-lock)"
+	PropStickyRelock  = "a sticky owner's re-lock proceeded while F.lock no longer named and held its kept record"
 )
 
 // Model is a configured checker.
@@ -199,6 +227,13 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 		ns := m.reboot(s)
 		emit(&ns, -1, "POWER CUT: every process dies; the disk keeps what was written back; reboot", false)
 	}
+	if s.yield && m.cfg.Bugs&BugYieldForever == 0 {
+		// The yield window runs out (referenceYield): time passes, a
+		// step the Go side may count on.
+		ns := *s
+		ns.yield = false
+		emit(&ns, -1, "the yield window runs out", true)
+	}
 	if int(s.crashes) < m.cfg.Crashes {
 		for i := range m.cfg.Procs {
 			if m.finished(s, i) {
@@ -214,6 +249,7 @@ func (m *Model) successors(s *State, emit func(ns *State, proc int, what string,
 			}
 			q.dead = true
 			q.slotI, q.sideL = 0, false
+			q.noSt, q.once, q.retry, q.yld = false, false, false, false
 			q.ino, q.ver, q.hIno, q.hVer, q.sSnap, q.dSnap, q.tgt, q.after, q.next = 0, 0, 0, 0, 0, 0, 0, 0, 0
 			q.gRec = rec{}
 			emit(&ns, i, "CRASH (SIGKILL: the kernel drops its locks, its pid is dead)", false)
@@ -258,6 +294,7 @@ func (m *Model) reboot(s *State) State {
 		ns.dir, ns.oldDir = 1, true
 	}
 	ns.side, ns.sideVer = s.durSide, fresh
+	ns.yield = false // the mailbox's yield is a deadline of the boot that ended
 	ns.durSide, ns.durDir = rec{}, false
 	if ns.lock != 0 && ns.ino[ns.lock].c.k == kMix {
 		ns.ino[ns.lock].c = rec{k: kTorn, who: ns.ino[ns.lock].c.who}
@@ -288,13 +325,19 @@ func (m *Model) reboot(s *State) State {
 
 // violated returns the safety property s breaks, if any.
 func (m *Model) violated(s *State) (prop, detail string) {
+	if s.badRelock {
+		return PropStickyRelock, fmt.Sprintf("F.lock is %s", m.lockString(s))
+	}
+	if s.yieldBroken {
+		return PropYieldHonoured, fmt.Sprintf("F.lock is %s", m.lockString(s))
+	}
 	owners := []string{}
 	for i := range m.cfg.Procs {
 		p := &s.p[i]
 		if p.dead {
 			continue
 		}
-		if p.pc == gCS || p.pc == tCS || p.pc == gSticky {
+		if p.pc == gCS || p.pc == tCS || (p.pc == gSticky && !m.cfg.stickyNotOwner) {
 			owners = append(owners, fmt.Sprintf("P%d", i))
 			if !m.cfg.noOwnBytes && (s.lock == 0 || s.lock != p.hIno || s.ino[s.lock].c != m.myRec(s, i)) {
 				return PropOwnBytes, fmt.Sprintf("P%d owns, and F.lock is %s", i, m.lockString(s))

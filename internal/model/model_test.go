@@ -58,6 +58,11 @@ var holding = []Config{
 	// a crash anywhere, and the crashed process back as a new process.
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 1, Crashes: 1, Restarts: 1},
 	{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+	// a sticky owner (§4.8.3) killed while it keeps F.lock, judged by
+	// TypeScript by its pid, and back as a new process.
+	{Procs: []Kind{Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+	// sticky again after a re-lock, beside TypeScript, with a crash.
+	{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1},
 	// a Go process on the reference path beside the cohort and TypeScript.
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2},
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 1, Crashes: 1},
@@ -75,6 +80,9 @@ var holding = []Config{
 
 // holdingLarge run with EXACTFS_MODEL_LARGE=1.
 var holdingLarge = []Config{
+	// three acquisitions each: sticky, re-locked, sticky again, and the
+	// hand-offs and yields between two cohort members beside TypeScript.
+	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 3},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1},
 	{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2, Crashes: 1, Restarts: 1},
 	{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2, Crashes: 1, PowerCut: true},
@@ -165,6 +173,31 @@ func TestBadVariantsCaught(t *testing.T) {
 		{"dead sidecar replaced by unlink and create", BugSidecarUnlinkCreate,
 			Config{Procs: []Kind{Cohort, Ref}, Acquisitions: 1, Crashes: 1, DeadSidecar: true}, PropStrand,
 			[]string{"BAD: exact unlink of the dead sidecar", "CRASH"}},
+		// §4.8.3's sticky time dropped: the kept record is let go only by
+		// the process's next Lock, and the last Unlock keeps it too; a
+		// waiter queued on it waits forever.
+		{"sticky owner without an idle time", BugStickyNoIdle,
+			Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1}, PropStrand,
+			[]string{"sticky: keep F.lock", "(then) [look] a live Go owner: queue as a waiter"}},
+		// Nothing attests a kept record whose slot lock is dropped: a Go
+		// judge finds it dead and unlinks it under the sticky owner.
+		{"sticky owner without its slot lock", BugStickyDropsSlot,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropOwnBytes,
+			[]string{"BAD: sticky: keep F.lock, but drop the slot lock", "reclaim: judged dead", "exact unlink of the judged snapshot"}},
+		// A yield that only a reference holder seen in F.lock ends: the
+		// reference contender takes its turn (or dies, or is done) while
+		// no Go process looks, and every Go taker then waits forever.
+		{"yield to TypeScript without a window", BugYieldForever,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropStrand,
+			[]string{"yield the tombstone", "(then)"}},
+		// r5-sticky's release today: the hand-off yields to a polling
+		// TypeScript contender, then the release goes on to keep F.lock
+		// (sticky), and the process's next Lock takes it back (or the
+		// idle release hands it to a Go waiter): the yield gives the
+		// contender nothing.
+		{"yield followed by sticky ownership", BugYieldThenKeep,
+			Config{Procs: []Kind{Cohort, Cohort, TS}, Acquisitions: 2}, PropYieldHonoured,
+			[]string{"BAD: a TypeScript contender polls: yield; then keep F.lock", "BAD: sticky re-lock after the release yielded"}},
 		{"claim directory removed before the sidecar is a tombstone", BugRefRmdirFirst,
 			Config{Procs: []Kind{Cohort, Ref, TS}, Acquisitions: 2}, PropTSFailed,
 			[]string{"BAD: release claim: rmdir first", "TS FATAL: T1"}},
@@ -353,6 +386,7 @@ func TestTodaysClaimReleaseHole(t *testing.T) {
 var unreachedOutcomes = map[string]string{
 	"sidecar created (empty)":                        "runs start in the steady state, where the sidecar exists",
 	"VIOLATION: our record changed while we held it": "a property violation",
+	"sticky re-lock refused: F.lock is not our kept inode as we left it: forget it, acquire afresh": "no protocol step takes F.lock from a kept record (its slot lock and pid keep every judge off, and only its owner writes a live record in place); TestStickyProofRefusesTakenLock takes it",
 }
 
 // TestEveryOutcomeTaken: every outcome of every step (each emit in
@@ -392,4 +426,100 @@ func TestEveryOutcomeTaken(t *testing.T) {
 		t.Fatalf("found only %d outcomes in the sources; the pattern no longer matches the emit calls", n)
 	}
 	t.Logf("%d outcomes in the sources, %d taken", n, len(taken))
+}
+
+// TestStickyProofRefusesTakenLock: the sticky re-lock's proof (an lstat
+// that F.lock still names the kept inode) is what keeps a re-lock off a
+// lock a peer took. In the protocol no peer can take a kept record (its
+// slot lock and pid attest it: the refusal is in unreachedOutcomes, and
+// BugStickyNoProof alone breaks nothing, TestStickyNoProofAlone), so a
+// known-bad variant supplies the taker: the sticky owner drops its slot
+// lock (BugStickyDropsSlot), a Go judge finds the kept record dead and
+// unlinks it, and the peer creates F.lock again. A sticky owner is not
+// counted as an owner here (else that is the violation found first). With
+// the proof, the re-lock is refused (and the idle release then finds its
+// record gone); without it (BugStickyNoProof), the re-lock proceeds.
+func TestStickyProofRefusesTakenLock(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Bugs: BugStickyDropsSlot,
+		noOwnBytes: true, stickyNotOwner: true, Coverage: true}
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation != nil && r.Violation.Property == PropStickyRelock {
+		t.Fatalf("with the proof, a re-lock proceeded on a taken lock:\n%s", r.Violation)
+	}
+	const refused = "go-cohort: sticky re-lock refused: F.lock is not our kept inode as we left it: forget it, acquire afresh"
+	if r.Taken[refused] == 0 {
+		t.Fatalf("the proof never refused a re-lock: the taken lock is not reached")
+	}
+	c.Bugs |= BugStickyNoProof
+	c.Coverage = false
+	r, err = Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Property != PropStickyRelock {
+		t.Fatalf("want %q, got %v", PropStickyRelock, r.Violation)
+	}
+	trace := r.Violation.String()
+	for _, st := range []string{"BAD: sticky: keep F.lock, but drop the slot lock", "reclaim: judged dead", "exact unlink of the judged snapshot", "BAD: sticky re-lock without the proof"} {
+		if !strings.Contains(trace, st) {
+			t.Errorf("the counterexample does not take the step %q:\n%s", st, trace)
+		}
+	}
+	t.Logf("%d states:\n%s", r.States, r.Violation)
+}
+
+// TestStickyNoProofAlone: without the proof, but with the kept record
+// attested (slot lock held, pid alive), no property breaks: no peer's step
+// takes F.lock from a live kept record, a crash ends the stickiness with
+// the process, and a restarted process keeps nothing. The proof guards
+// against what the model leaves out (a person or a program outside the
+// protocol that removes or replaces F.lock; another host), and, in
+// statelock, against a kept record the release took meanwhile. The bad
+// step is taken, so the window is reached.
+func TestStickyNoProofAlone(t *testing.T) {
+	for _, c := range []Config{
+		{Procs: []Kind{Cohort, Cohort}, Acquisitions: 2, Crashes: 1, Restarts: 1},
+		{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1},
+	} {
+		c.Bugs, c.Coverage = BugStickyNoProof, true
+		r, err := Check(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Violation != nil {
+			t.Fatalf("%s: a re-lock without the proof breaks a property after all:\n%s", name(c), r.Violation)
+		}
+		const bad = "go-cohort: BAD: sticky re-lock without the proof"
+		if r.Taken[bad] == 0 {
+			t.Fatalf("%s: the variant's step is never taken", name(c))
+		}
+		t.Logf("%s: %d states, every property holds; %d re-locks without the proof", name(c), r.States, r.Taken[bad])
+	}
+}
+
+// TestStickyIgnoresClaimOnlyCostsFairness: a sticky owner that keeps
+// F.lock and re-locks while a claim directory exists breaks no safety
+// property and strands no Go process: the reference contender behind the
+// claim sees a live owner and retries. What it costs is the contender's
+// turn, a fairness property the model does not check (see the package
+// doc, "What is abstracted away": TypeScript's progress rests on the
+// timing of the sticky time, the yield window and its backoff). The bad
+// step is taken, so a claim directory beside a sticky owner is reached.
+func TestStickyIgnoresClaimOnlyCostsFairness(t *testing.T) {
+	c := Config{Procs: []Kind{Cohort, TS}, Acquisitions: 3, Crashes: 1, Restarts: 1, Bugs: BugStickyIgnoresClaim, Coverage: true}
+	r, err := Check(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation != nil {
+		t.Fatalf("ignoring the claim breaks a property after all:\n%s", r.Violation)
+	}
+	const bad = "go-cohort: BAD: sticky re-lock while a claim directory exists"
+	if r.Taken[bad] == 0 {
+		t.Fatalf("the variant's step is never taken: no claim directory beside a sticky owner")
+	}
+	t.Logf("%d states, every property holds; %d re-locks beside a claim directory", r.States, r.Taken[bad])
 }

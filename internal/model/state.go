@@ -95,7 +95,10 @@ type proc struct {
 	fail  bool // a TypeScript operation failed (fatal case reached)
 	inc   uint8
 	done  uint8 // completed critical sections
-	noSt  bool  // sticky time is over: the next release gives the lock up
+	noSt  bool  // sticky time is over (or a claim was seen): this cycle's release gives the lock up
+	once  bool  // this release makes one attempt at the claim; busy: keep F.lock and retry
+	retry bool  // kept because a release found the claim busy: released again, never re-locked
+	yld   bool  // this release yielded the tombstone to a reference contender
 	slotI uint8 // inode on which this process holds its kernel slot lock (0 none)
 	sideL bool  // holds its kernel lock on the sidecar (cohort claim)
 	mail  uint8 // mailbox slot state
@@ -130,9 +133,19 @@ type State struct {
 	cutT1    bool // at the cut: no claim directory, sidecar a Go record
 	oldDir   bool // the claim directory was made before the current boot
 	lost     bool // a detached F.lock could not be put back: its name was taken
-	crashes  uint8
-	restart  uint8
-	p        [maxP]proc
+	// yield: Go cohort takers leave a tombstone to a reference contender
+	// (the mailbox's yield, handoff.go); it ends when a reference
+	// holder's record is seen in F.lock, or when its window runs out.
+	yield bool
+	// badRelock (ghost): a sticky re-lock proceeded while F.lock did not
+	// name and hold exactly the kept record.
+	badRelock bool
+	// yieldBroken (ghost): a release that yielded to a reference
+	// contender handed F.lock to a Go process (a grant or a re-lock).
+	yieldBroken bool
+	crashes     uint8
+	restart     uint8
+	p           [maxP]proc
 }
 
 func (r rec) String() string {
@@ -185,6 +198,9 @@ func (m *Model) render(s *State) string {
 	}
 	if s.cut {
 		b.WriteString(" [after the power cut]")
+	}
+	if s.yield {
+		b.WriteString(" [Go yields the tombstone]")
 	}
 	for i := range m.cfg.Procs {
 		p := &s.p[i]

@@ -259,6 +259,7 @@ func (m *Model) finishCycle(s *State, i int) {
 	p := &s.p[i]
 	p.ino, p.ver, p.hIno, p.hVer, p.tgt, p.after, p.next, p.sSnap = 0, 0, 0, 0, 0, 0, 0, 0
 	p.gRec = rec{}
+	p.noSt, p.once, p.retry, p.yld = false, false, false, false
 	if int(p.done) >= m.cfg.Acquisitions {
 		if m.cfg.Procs[i] == TS {
 			p.pc = tFin
@@ -291,7 +292,18 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 	q := &ns.p[i]
 	switch p.pc {
 	case gLook:
+		if s.yield && kind == Cohort && s.lock != 0 && s.ino[s.lock].c.k == kLive && m.cfg.Procs[s.ino[s.lock].c.who] != Cohort {
+			// handoff.go yielding: a reference holder's record is in
+			// F.lock, so the contender had its turn: the yield ends.
+			ns.yield = false
+			q.after, q.next, q.pc = gRCap, gLook, gClaim
+			emit(&ns, "a reference holder's record in F.lock: the yield ends; evaluate it under the claim")
+			return
+		}
 		if s.lock == 0 || s.ino[s.lock].c.k == kTomb {
+			if s.yield && kind == Cohort {
+				return // acquire.go try: Go yields the tombstone (waits)
+			}
 			q.after, q.next, q.pc = gTake, gLook, gClaim
 			emit(&ns, "F.lock free or a tombstone: take the claim to acquire")
 			return
@@ -352,6 +364,18 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		if m.claimStale(s) {
 			q.dSnap, q.sSnap, q.pc = s.dir, s.sideVer, gClEntomb
 			emit(&ns, "claim in the way judged crashed: snapshot it")
+		}
+		if kind == Cohort && p.after == gRelProve && p.once {
+			// §4.8.3: a release that makes one attempt at the claim
+			// (a claim seen, or the kept record let go) never blocks its
+			// caller on a claim in the way (a dead process's may not be
+			// judged for a second, or ever: no valid sidecar): it keeps
+			// F.lock, its record still live and attested, and retries
+			// (lock.go releaseReference once, sticky.go keepBusy).
+			ns2 := *s
+			ns2.p[i].after, ns2.p[i].next, ns2.p[i].pc = 0, 0, gSticky
+			ns2.p[i].once, ns2.p[i].retry = false, true
+			emit(&ns2, "the claim is busy at our one attempt: keep F.lock (sticky) and retry; the caller goes on")
 		}
 	case gClEntomb:
 		if s.dir != p.dSnap || s.sideVer != p.sSnap {
@@ -624,13 +648,7 @@ func (m *Model) stepGo(s *State, i int, emit func(ns *State, what string)) {
 		m.finishCycle(&ns, i)
 		emit(&ns, "lstat: still our inode; drop our slot lock, GRANTED, wake")
 	case gSticky:
-		if s.lock == p.hIno && s.ino[p.hIno].ver == p.hVer {
-			q.pc, q.noSt = gCS, false
-			emit(&ns, "sticky re-lock: lstat says F.lock is still ours")
-		}
-		ns2 := *s
-		ns2.p[i].noSt, ns2.p[i].pc = true, gRel
-		emit(&ns2, "sticky time over: release")
+		m.sticky(s, i, emit)
 	}
 }
 
@@ -657,28 +675,178 @@ func (m *Model) afterClaim(s *State, i int) {
 	q.pc = next
 }
 
-// release is the cohort owner's choice at the end of a critical section.
+// release is the cohort owner's choice at the end of a critical section
+// (lock.go release, handoff.go handoff, sticky.go stick on r5-sticky):
+//   - hand F.lock to a seated waiter (handoff.go);
+//   - when a TypeScript contender polls while Go waiters queue, yield
+//     instead: the mailbox's yield holds Go takers off the tombstone, and
+//     the release is the reference one (handoff.go referencePolling: the
+//     sidecar rewritten since the last look, a timing test the model
+//     reads as "may be noticed" while a TypeScript process polls);
+//   - keep F.lock (sticky, §4.8.3) when no waiter is seated, no claim
+//     directory exists, and the process locks again;
+//   - with a claim directory instead: yield, and make one attempt at the
+//     claim for the reference release (busy: keep F.lock and retry,
+//     gClaim; the caller is never blocked on a claim a dead process left);
+//   - release the reference way (under the claim, waiting for it).
+//
+// A release that yielded (p.yld) hands F.lock to no Go process: no grant,
+// no keeping for a re-lock (PropYieldHonoured); BugYieldThenKeep is the
+// order of r5-sticky's release today (the hand-off's yield, then stick).
 func (m *Model) release(s *State, i int, emit func(ns *State, what string)) {
 	p := &s.p[i]
+	bugs := m.cfg.Bugs
+	yieldBug := bugs&BugYieldThenKeep != 0
 	waiting := false
 	for w := range m.cfg.Procs {
 		if w == i || m.cfg.Procs[w] != Cohort || s.p[w].mail != mWaiting {
 			continue
 		}
 		waiting = true
+		if p.yld && !yieldBug {
+			continue
+		}
 		ns := *s
 		ns.p[w].mail, ns.p[w].mBy, ns.p[w].mByI = mGranting, uint8(i)+1, p.inc
 		ns.p[i].tgt, ns.p[i].gRec, ns.p[i].pc = uint8(w)+1, s.p[w].mRec, gCheck
+		if p.yld {
+			ns.yieldBroken = true
+			emit(&ns, "BAD: hand-off: CAS a waiter WAITING->GRANTING after this release yielded")
+			continue
+		}
 		emit(&ns, "hand-off: CAS a waiter WAITING->GRANTING")
 	}
-	if !waiting && s.dir == 0 && !p.noSt && int(p.done) < m.cfg.Acquisitions {
+	if waiting && !p.yld && m.tsPolling(s) {
+		ns := *s
+		ns.yield, ns.p[i].yld = true, true
+		if yieldBug {
+			if s.dir == 0 && !p.noSt && int(p.done) < m.cfg.Acquisitions {
+				ns.p[i].pc = gSticky
+				emit(&ns, "BAD: a TypeScript contender polls: yield; then keep F.lock (sticky), as with no waiter seated")
+			}
+		} else {
+			ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
+			emit(&ns, "a TypeScript contender polls: no hand-off; yield the tombstone to it and release the reference way")
+		}
+	}
+	relocks := int(p.done) < m.cfg.Acquisitions || bugs&BugStickyNoIdle != 0
+	free := !waiting && !p.yld
+	if free && s.dir == 0 && !p.noSt && relocks {
 		ns := *s
 		ns.p[i].pc = gSticky
-		emit(&ns, "sticky: keep F.lock (no waiter, no claim directory)")
+		switch {
+		case bugs&BugStickyDropsSlot != 0:
+			ns.p[i].slotI = 0
+			emit(&ns, "BAD: sticky: keep F.lock, but drop the slot lock that attests it")
+		default:
+			emit(&ns, "sticky: keep F.lock (no waiter, no claim directory), slot lock held")
+		}
+	}
+	if free && s.dir != 0 && !p.noSt && !p.yld && int(p.done) < m.cfg.Acquisitions {
+		ns := *s
+		ns.yield = true
+		q := &ns.p[i]
+		q.yld, q.once, q.noSt = true, true, true
+		q.after, q.next, q.pc = gRelProve, gFin, gClaim
+		emit(&ns, "a claim directory at our release: yield; one attempt at the claim for the reference release")
 	}
 	ns := *s
 	ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
+	if p.once {
+		emit(&ns, "release the reference way: one attempt at the claim")
+		return
+	}
 	emit(&ns, "release the reference way (under the claim)")
+}
+
+// sticky is a cohort owner that kept F.lock after its caller's critical
+// section (§4.8.3; sticky.go on r5-sticky): its live record stays in
+// F.lock, its slot lock held, for at most the sticky time. Its steps:
+//   - kept because its release found the claim busy (p.retry): the
+//     release is tried again, one attempt (sticky.go watch); no re-lock
+//     takes it back;
+//   - it sees the claim directory (a reference contender polls through
+//     it): it yields and makes one attempt at the reference release;
+//   - its process locks again (while no claim directory exists): the
+//     re-lock proceeds after the proof, an lstat that F.lock still names
+//     the kept inode with the size, mtime and ctime it left (the model's
+//     version), and one pwrite of a fresh token (padded, the same
+//     length: a torn read of it is our record either way); refused, it
+//     forgets the kept record and acquires afresh (PropStickyRelock
+//     checks the record the proof vouches for);
+//   - the sticky time runs out, or a waiter is seated (no re-lock came):
+//     the release, one attempt at the claim, which hands off to a waiter
+//     seated meanwhile or releases the reference way.
+//
+// A crash at this step is the generic one (check.go): the record stays
+// live in F.lock, its slot lock and its pid gone, so every judge finds it
+// dead. In statelock the choice between these is one decision in memory
+// (the kept record is taken either by the re-lock or by the release,
+// never by both); the model's process is one sequence of steps, which is
+// that.
+func (m *Model) sticky(s *State, i int, emit func(ns *State, what string)) {
+	p := &s.p[i]
+	bugs := m.cfg.Bugs
+	ns := *s
+	q := &ns.p[i]
+	if p.retry {
+		q.retry, q.once, q.noSt, q.pc = false, true, true, gRel
+		emit(&ns, "kept after a busy claim: try the release again (one attempt at the claim)")
+		return
+	}
+	if s.dir != 0 && bugs&BugStickyIgnoresClaim == 0 {
+		ns.yield = true
+		q.yld, q.once, q.noSt = true, true, true
+		q.after, q.next, q.pc = gRelProve, gFin, gClaim
+		emit(&ns, "sticky: a claim directory: yield; one attempt at the claim for the reference release")
+		return
+	}
+	if int(p.done) < m.cfg.Acquisitions {
+		// ours: the kept record is exactly what F.lock names and holds
+		ours := s.lock == p.hIno && s.ino[p.hIno].c == m.myRec(s, i)
+		relock := func(what string) {
+			ns.badRelock = !ours
+			ns.yieldBroken = ns.yieldBroken || p.yld
+			if ours {
+				write(&ns, p.hIno, m.myRec(s, i)) // a fresh token, one pwrite
+				q.hVer = ns.ino[p.hIno].ver
+			}
+			q.slotI = p.hIno // (held already; BugStickyDropsSlot takes it again)
+			q.pc, q.noSt, q.yld = gCS, false, false
+			emit(&ns, what)
+		}
+		switch {
+		case bugs&BugStickyNoProof != 0:
+			relock("BAD: sticky re-lock without the proof")
+		case s.dir != 0:
+			relock("BAD: sticky re-lock while a claim directory exists")
+		case p.yld:
+			relock("BAD: sticky re-lock after the release yielded")
+		case s.lock == p.hIno && s.ino[p.hIno].ver == p.hVer:
+			relock("sticky re-lock: lstat says F.lock is still our kept inode, unchanged; a fresh token")
+		default:
+			q.slotI, q.hIno, q.hVer = 0, 0, 0
+			q.pc, q.noSt = gLook, false
+			emit(&ns, "sticky re-lock refused: F.lock is not our kept inode as we left it: forget it, acquire afresh")
+		}
+	}
+	if bugs&BugStickyNoIdle == 0 {
+		ns2 := *s
+		ns2.p[i].noSt, ns2.p[i].once, ns2.p[i].pc = true, true, gRel
+		emit(&ns2, "sticky time over or a waiter seated: release (hand off to the waiter, or one attempt at the claim)")
+	}
+}
+
+// tsPolling: a TypeScript process is trying to acquire (alive, not
+// holding F.lock, not done): what statelock's referencePolling may notice.
+func (m *Model) tsPolling(s *State) bool {
+	for i, k := range m.cfg.Procs {
+		p := &s.p[i]
+		if k == TS && !p.dead && !p.fail && p.hIno == 0 && p.pc != tFin && p.pc != tFailed {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Model) fatal(ns *State, i int, emit func(*State, string), what string) {
