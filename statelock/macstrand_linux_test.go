@@ -41,8 +41,33 @@ func quarantined(t *testing.T, e *testEnv) []string {
 // removes it once it is old. On the code before create_other.go both
 // records were created in place: the kill left an empty F.lock (or
 // sidecar) that every contender and recover kept (exit 75) until a person
-// removed it, so the first assertion failed.
+// removed it, so the first assertion failed. A record of an ordinary name
+// was already staged under its own staging name (publishRecord); the same
+// kill there leaves no record either ("F.lock, short name").
 func TestNoEmptyRecordWithoutLeaseProbe(t *testing.T) {
+	t.Run("F.lock, short name", func(t *testing.T) {
+		e := newEnv(t)
+		runKilledAt(t, e, "killat", hook.LockOwnerRecordWrite, "STATELOCK_KILL_IN=lock")
+		for _, p := range []string{e.lock, e.sidecar} {
+			if fi, err := os.Lstat(p); err == nil {
+				t.Fatalf("the killed creator left %s (%d bytes) at its name", p, fi.Size())
+			}
+		}
+		old := time.Now().Add(-time.Minute)
+		os.Chtimes(e.claim, old, old)
+		acts, err := Recover(e.state, false, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range acts {
+			t.Log(a.Kind, a.Done, ": ", a.Evidence)
+		}
+		h, err := TryLock(e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Unlock()
+	})
 	for _, which := range []string{"sidecar", "F.lock"} {
 		t.Run(which, func(t *testing.T) {
 			e := envNamed(t, 205)
