@@ -60,7 +60,7 @@ func (l *locker) createFallback(name string, rec *Record) (*heldRecord, error) {
 	}
 	if err != nil {
 		if rerr := l.retract(staged, f, created); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("and removing its staged copy %s failed: %w", l.path(staged), rerr))
+			err = errors.Join(err, fmt.Errorf("and the retraction of its staged copy %s failed: %w", l.path(staged), rerr))
 		}
 		f.Close()
 		if errors.Is(err, exactfs.ErrAtomicUnavailable) {
