@@ -4,6 +4,7 @@ package wake
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,12 @@ type Watch struct {
 	fileFd int // -1: F.lock is not watched
 	dirFd  int // -1: the directory is not watched
 	seen   nameState
+
+	// mu orders a context's trigger (which may still be running when Wait
+	// has returned) before Close, so that it never reaches a closed kqueue
+	// descriptor, or another file's that reused its number.
+	mu     sync.Mutex
+	closed bool
 }
 
 const cancelIdent = 1 // the EVFILT_USER event a context's end triggers
@@ -138,6 +145,11 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration, first bool) (bool, er
 	}
 	deadline := time.Now().Add(d)
 	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.closed {
+			return
+		}
 		var ch [1]unix.Kevent_t
 		unix.SetKevent(&ch[0], cancelIdent, unix.EVFILT_USER, 0)
 		ch[0].Fflags = unix.NOTE_TRIGGER
@@ -162,6 +174,9 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration, first bool) (bool, er
 
 func (w *Watch) Close() {
 	if w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.closed = true
 		closeFd(&w.fileFd)
 		closeFd(&w.dirFd)
 		unix.Close(w.kq)
