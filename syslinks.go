@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -34,21 +35,64 @@ func SystemSymlinks() []string { return append([]string(nil), systemSymlinks...)
 // refuses the symlink with reparse_point. It follows nothing else, and
 // nothing at all on systems without uid 0 (Windows).
 func SystemPath(path string) string {
-	if !filepath.IsAbs(path) {
-		return path
-	}
-	p := filepath.Clean(path)
-	for range maxSystemHops {
-		next, ok := resolveSystemOnce(p)
-		if !ok {
-			break
-		}
-		p = next
-	}
-	if p == filepath.Clean(path) {
+	p, hops := systemHops(path)
+	if len(hops) == 0 {
 		return path // as written, trailing separators included
 	}
 	return p
+}
+
+// systemHop is one rewrite of SystemPath: the trusted link at the start of
+// the path and the target it was replaced with.
+type systemHop struct{ link, target string }
+
+// systemHops is SystemPath with the rewrites it made, in order; the path
+// is clean when there was any.
+func systemHops(path string) (string, []systemHop) {
+	if !filepath.IsAbs(path) {
+		return path, nil
+	}
+	p := filepath.Clean(path)
+	var hops []systemHop
+	for range maxSystemHops {
+		next, hop, ok := resolveSystemOnce(p)
+		if !ok {
+			break
+		}
+		p, hops = next, append(hops, hop)
+	}
+	return p, hops
+}
+
+// AsGiven spells p, a path at or beneath SystemPath(given), the way given
+// spells it: the targets of the trusted system symlinks SystemPath followed
+// on given are put back as their links. It is for what a person reads: on
+// macOS a path under os.TempDir() is opened as /private/var/folders/…, and
+// is shown, as it was given, as /var/folders/…. Opening either spelling
+// reaches the same directory by the same walk (SystemPath). A p that is not
+// beneath what given resolves to, or a given that follows no system
+// symlink, returns p unchanged.
+func AsGiven(given, p string) string {
+	_, hops := systemHops(given)
+	if len(hops) == 0 || !filepath.IsAbs(p) {
+		return p
+	}
+	q := filepath.Clean(p)
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := hops[i]
+		switch {
+		case q == h.target:
+			q = h.link
+		case strings.HasPrefix(q, h.target+"/"):
+			q = h.link + strings.TrimPrefix(q, h.target)
+		default:
+			return p
+		}
+	}
+	if strings.HasSuffix(p, "/") && !strings.HasSuffix(q, "/") {
+		q += "/"
+	}
+	return q
 }
 
 // resolveSystemOnce rewrites the first system symlink on the clean path p.
@@ -57,7 +101,7 @@ func SystemPath(path string) string {
 // would follow /var); on Debian /var is a directory and /var/lock the
 // symlink. A listed name that is a real directory is passed; anything else
 // ends the search.
-func resolveSystemOnce(p string) (string, bool) {
+func resolveSystemOnce(p string) (string, systemHop, bool) {
 	var prefixes []string
 	for _, s := range systemSymlinks {
 		if p == s || strings.HasPrefix(p, s+"/") {
@@ -73,13 +117,13 @@ func resolveSystemOnce(p string) (string, bool) {
 		case err == nil && fi.Mode()&os.ModeSymlink != 0:
 			target, ok := trustedSystemTarget(link)
 			if !ok {
-				return "", false
+				return "", systemHop{}, false
 			}
-			return filepath.Join(target, strings.TrimPrefix(p, link)), true
+			return filepath.Join(target, strings.TrimPrefix(p, link)), systemHop{link, target}, true
 		}
-		return "", false
+		return "", systemHop{}, false
 	}
-	return "", false
+	return "", systemHop{}, false
 }
 
 // trustedSystemTarget returns the clean absolute target of the symlink
@@ -185,7 +229,7 @@ func explainSymlink(err error, name string, abs bool, comps []string) error {
 	if abs {
 		dir = "/" + dir
 	}
-	link, target, ok := SymlinkInPath(dir + "/")
+	link, target, ok := symlinkInPath(dir + "/")
 	if !ok {
 		return err
 	}
@@ -197,12 +241,13 @@ func explainSymlink(err error, name string, abs bool, comps []string) error {
 	if p := filepath.Clean(SystemPath(filepath.Clean(name))); strings.HasPrefix(p, link+"/") {
 		suggest = filepath.Join(under, strings.TrimPrefix(p, link))
 	}
+	// The walk went through the trusted system links (link is under their
+	// targets); the message names the paths as the caller wrote them.
+	isSystem := slices.Contains(systemSymlinks, link)
+	link, suggest = AsGiven(name, link), AsGiven(name, suggest)
 	detail := fmt.Sprintf("%s is a symlink (to %s), and exactfs follows no symlink in a path: nothing was touched", link, target)
-	for _, s := range systemSymlinks {
-		if s == link {
-			detail += "; it is one of the system's own links, but not trusted here, because it, or a directory on the way to it or to its target, is not root's alone"
-			break
-		}
+	if isSystem {
+		detail += "; it is one of the system's own links, but not trusted here, because it, or a directory on the way to it or to its target, is not root's alone"
 	}
 	detail += "; if you trust where it leads, give the path under its target instead (" + suggest + ")"
 	e.Detail = detail
@@ -213,9 +258,21 @@ func explainSymlink(err error, name string, abs bool, comps []string) error {
 // the top, after SystemPath has rewritten a trusted system link at its
 // start: the symlink a reparse_point refusal of a directory in path is
 // about. The directories are those above path's last name, and the last
-// name too when path ends with a separator. It only looks, and reports
-// false when it finds no symlink (or the path has changed since).
+// name too when path ends with a separator. link is spelled as path
+// spells it (AsGiven: /var/folders/…/link on macOS, not /private/var/…);
+// target is the link's own content. It only looks, and reports false when
+// it finds no symlink (or the path has changed since).
 func SymlinkInPath(path string) (link, target string, ok bool) {
+	link, target, ok = symlinkInPath(path)
+	if ok {
+		link = AsGiven(filepath.Clean(path), link)
+	}
+	return link, target, ok
+}
+
+// symlinkInPath is SymlinkInPath with link as the walk reached it, beneath
+// the targets of the system links followed.
+func symlinkInPath(path string) (link, target string, ok bool) {
 	clean := SystemPath(filepath.Clean(path))
 	dir := filepath.Dir(clean)
 	if strings.HasSuffix(path, string(filepath.Separator)) || strings.HasSuffix(path, "/") {

@@ -40,13 +40,19 @@ type heldRecord struct {
 //
 // Names too long to stage (the staging name adds 46 bytes, so beside a
 // state file name of 188 bytes or more the sidecar's does not fit in
-// NAME_MAX, and from 205 bytes F.lock's does not either) are created in
-// place, as the reference creates every record, so that Go locks every
-// name a TypeScript peer can (up to F.lock.transition.owner's own limit, a
-// state file name of 233 bytes). The guarantees are those of
-// createInPlace: our OFD lock is on the inode before its first byte, and a
-// kill while it is still empty leaves a record the abandoned-write rule
-// reclaims (judge.go: after 30 s, since it was created and never written).
+// NAME_MAX, and from 205 bytes F.lock's does not either), and filesystems
+// without a no-replace rename, take createFallback instead, so that Go
+// locks every name a TypeScript peer can (up to F.lock.transition.owner's
+// own limit, a state file name of 233 bytes). On Linux (create_linux.go)
+// that is createInPlace, as the reference creates every record: our OFD
+// lock is on the inode before its first byte, and a kill while it is
+// still empty leaves a record the abandoned-write rule reclaims (judge.go:
+// after 30 s, since it was created and never written). Where there is no
+// lease probe to prove such a record abandoned (create_other.go: macOS,
+// the BSDs), an empty record would block the lock until a person removed
+// it, so the record is staged under a short private name instead and
+// published by exactfs's PublishStaged (rename, or link where the
+// filesystem has no rename flags); in place only where neither exists.
 func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 	if fault(hook.LockCreateInPlace, l.path(name)) == nil {
 		h, err := l.publishRecord(name, rec)
@@ -54,7 +60,7 @@ func (l *locker) createRecord(name string, rec *Record) (*heldRecord, error) {
 			return h, err
 		}
 	}
-	return l.createInPlace(name, rec)
+	return l.createFallback(name, rec)
 }
 
 // publishRecord creates the record whole (exactfs's Dir.CreateWith):

@@ -137,17 +137,22 @@ func ExampleInspect() {
 	// released
 }
 
-// Recover what automatic reclaim never guesses about: here an empty owner
-// record a minute old that no process holds a kernel lock on (a writer
-// killed between creating and writing it). A dry run says what would be
-// done and why; the real run does exactly that.
+// Recover what automatic reclaim never guesses about: here a transition
+// claim directory a minute old with no sidecar in it (a taker killed between
+// making the claim and writing its sidecar, so nothing names who made it).
+// A dry run says what would be done and why; the real run does exactly
+// that. The same on every platform: it needs no answer from the kernel.
+// (An empty F.lock, which Recover removes where the kernel proves that no
+// process holds a lock on it and keeps, saying why, where it cannot, is
+// TestRecoverEmptyLock.)
 func ExampleRecover() {
 	dir, opts := exampleDir()
 	defer os.RemoveAll(dir)
 	stateFile := filepath.Join(dir, "state.json")
-	os.WriteFile(stateFile+".lock", nil, 0o600)
+	claim := stateFile + ".lock.transition"
+	os.Mkdir(claim, 0o700)
 	old := time.Now().Add(-time.Minute)
-	os.Chtimes(stateFile+".lock", old, old)
+	os.Chtimes(claim, old, old)
 
 	plan, err := statelock.Recover(stateFile, true, opts...)
 	if err != nil {
@@ -163,10 +168,10 @@ func ExampleRecover() {
 	for _, a := range done {
 		fmt.Println("done:", a.Kind, a.Done)
 	}
-	_, err = os.Lstat(stateFile + ".lock")
+	_, err = os.Lstat(claim)
 	fmt.Println("gone:", os.IsNotExist(err))
 	// Output:
-	// would: remove-lock state.json.lock
-	// done: remove-lock true
+	// would: remove-claim state.json.lock.transition
+	// done: remove-claim true
 	// gone: true
 }

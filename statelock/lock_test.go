@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/liveness"
 )
 
 func TestLockUnlockCycleOnDisk(t *testing.T) {
@@ -18,8 +20,24 @@ func TestLockUnlockCycleOnDisk(t *testing.T) {
 	if err != nil || live.Released || live.Pid != int64(os.Getpid()) || live.HostID != e.host.ID || live.Token != h.Token() {
 		t.Fatalf("live record %s: %+v %v", mustRead(t, e.lock), live, err)
 	}
-	if live.StartTimeFormat != "linux-proc-v1" || live.BootID == "" || live.PidNS == 0 {
-		t.Fatalf("live record lacks evidence: %s", mustRead(t, e.lock))
+	if ofdSupported {
+		if live.StartTimeFormat != "linux-proc-v1" || live.BootID == "" || live.PidNS == 0 {
+			t.Fatalf("live record lacks evidence: %s", mustRead(t, e.lock))
+		}
+	} else {
+		// No OFD lock backs the record (macOS, the BSDs, the portable
+		// build): it must claim none (a contender would read a claimed lock
+		// it cannot find as a dead holder), and carries the process's own
+		// evidence as liveness reads it (on macOS start_time "unknown").
+		me, _ := liveness.Self()
+		start := me.StartTime
+		if start == "" {
+			start = liveness.UnknownStartTime
+		}
+		if live.PidNS != 0 || live.PidfdIno != 0 || live.OfdSlot != 0 || live.StartTime != start ||
+			live.StartTimeFormat != me.StartTimeFormat || live.BootID != me.BootID {
+			t.Fatalf("live record %s claims evidence it has not, or lacks its own (%+v)", mustRead(t, e.lock), me)
+		}
 	}
 	if err := h.Unlock(); err != nil {
 		t.Fatal(err)

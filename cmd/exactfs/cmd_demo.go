@@ -106,7 +106,9 @@ func runDemo(e *env, opts any, args []string) error {
 		o.keep = true
 	}
 	// The demo's directory lives under a directory reached without symlinks,
-	// but for the system's own (macOS puts the temp dir under /var).
+	// but for the system's own (macOS puts the temp dir under /var); it is
+	// shown as given (/var/folders/…, not /private/var/folders/…).
+	given := parent
 	parent = exactfs.SystemPath(parent)
 	pd, err := exactfs.OpenDir(parent)
 	if err != nil {
@@ -148,7 +150,7 @@ func runDemo(e *env, opts any, args []string) error {
 	defer stop()
 
 	fmt.Fprintf(e.stdout, "exactfs demo: %d workers × %d updates on %s, chaos %s\n",
-		o.workers, o.updates, r.state, chaosMode(o))
+		o.workers, o.updates, exactfs.AsGiven(given, r.state), chaosMode(o))
 	r.start = time.Now()
 	r.lastProgress = r.start
 	err = r.run(ctx)
@@ -166,7 +168,7 @@ func runDemo(e *env, opts any, args []string) error {
 	ok := r.report(elapsed)
 	failed = !ok
 	if o.keep || !ok {
-		fmt.Fprintf(e.stdout, "\nThe demo's files are kept in %s\n", dir)
+		fmt.Fprintf(e.stdout, "\nThe demo's files are kept in %s\n", exactfs.AsGiven(given, dir))
 	}
 	if !ok {
 		return exitStatus(1)

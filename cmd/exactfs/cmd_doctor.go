@@ -52,7 +52,7 @@ func runDoctor(e *env, opts any, args []string) error {
 	}
 	dir := "."
 	if len(args) == 1 {
-		dir = exactfs.SystemPath(args[0])
+		dir = args[0]
 	}
 	// Prove DIR is a directory reached without a symlink before probing in it.
 	d, err := exactfs.OpenDir(dir)

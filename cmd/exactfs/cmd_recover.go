@@ -79,10 +79,10 @@ func runRecover(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE, got %d arguments", len(args))
 	}
-	if err := namedLockRecord("recover", exactfs.SystemPath(args[0])); err != nil {
+	if err := namedLockRecord("recover", args[0]); err != nil {
 		return err
 	}
-	r := &recovery{w: e.stdout, stateFile: exactfs.SystemPath(args[0]), lockOpts: identityOptions(o.configRoot, o.hostLocal)}
+	r := &recovery{w: e.stdout, stateFile: args[0], lockOpts: identityOptions(o.configRoot, o.hostLocal)}
 	st, plan, err := inspectLock(r.stateFile, r.lockOpts, currentConfigRoot(o.configRoot), o.minAge)
 	if err != nil {
 		if st != nil {

@@ -137,7 +137,7 @@ func runStatus(e *env, opts any, args []string) error {
 	if len(args) != 1 {
 		return usagef("want exactly one STATEFILE or DIR, got %d arguments", len(args))
 	}
-	path := exactfs.SystemPath(args[0])
+	path := args[0] // as given: the library walks trusted system links itself (syslinks.go)
 	if sf, ok := strings.CutSuffix(strings.TrimRight(path, "/"), ".lock.transition"); ok && filepath.Base(sf) != "" {
 		if _, err := exactfs.Lstat(path); err == nil {
 			return usagef("%s is the transition claim of the lock of %s, not a state file: give the state file (exactfs status %s)", path, sf, shellJoin([]string{sf}))

@@ -152,17 +152,28 @@ const testUUID = "0b7e3c9a-1f2d-4c5e-8a9b-0c1d2e3f4a5b"
 // no process has open: the lock's residue sweep removes it, whatever its
 // age), and the real run does exactly that; a staging file planted later
 // is planned and swept the same way by a recover that reclaims nothing.
+// Where the kernel cannot prove the staging file unopened (no lease probe:
+// macOS, the BSDs, the portable build) neither plans the sweep, and the
+// file stays, listed as residue with why it is kept.
 func TestStatusPlanIsRecoverPlan(t *testing.T) {
+	_, sweeps := kernelTells(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	killedHolder(t, dir, "s")
 	name := ".s." + testUUID + ".replacement"
 	os.WriteFile(filepath.Join(dir, name), []byte("half"), 0o600)
+	kept := func(st statusJSON) bool {
+		return len(st.Residue) == 1 && st.Residue[0].Name == name && strings.Contains(st.Residue[0].Note, "kept: ")
+	}
 
 	r := runIn(t, dir, quick, "", "status", "--json", "s")
 	expectCode(t, r, 0, "status --json")
 	plan := planOf(t, r)
-	if want := []string{stepReclaim + " s.lock", stepSweep + " " + name}; fmt.Sprint(plan) != fmt.Sprint(want) {
+	want := []string{stepReclaim + " s.lock"}
+	if sweeps {
+		want = append(want, stepSweep+" "+name)
+	}
+	if fmt.Sprint(plan) != fmt.Sprint(want) {
 		t.Fatalf("status plan %v, want %v\n%s", plan, want, r.stdout)
 	}
 	dry := runIn(t, dir, quick, "", "recover", "--dry-run", "s")
@@ -172,8 +183,18 @@ func TestStatusPlanIsRecoverPlan(t *testing.T) {
 	}
 	r = runIn(t, dir, quick, "", "recover", "s")
 	expectCode(t, r, 0, "recover")
-	if st := statusOf(t, dir, "s"); len(st.Recover) != 0 || st.Lock != "released" || len(st.Residue) != 0 {
+	if st := statusOf(t, dir, "s"); len(st.Recover) != 0 || st.Lock != "released" || (sweeps && len(st.Residue) != 0) || (!sweeps && !kept(st)) {
 		t.Fatalf("after recover: %+v\n%s", st, r.stdout)
+	}
+	if !sweeps {
+		dry = runIn(t, dir, quick, "", "recover", "--dry-run", "s")
+		if got := dryRunPlan(dry); len(got) != 0 {
+			t.Fatalf("recover --dry-run plans %v for a staging file nothing proves unopened:\n%s", got, dry.stdout)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("the staging file nothing proves unopened was removed: %v", err)
+		}
+		return
 	}
 
 	os.WriteFile(filepath.Join(dir, name), []byte("half"), 0o600)
@@ -193,13 +214,29 @@ func TestStatusPlanIsRecoverPlan(t *testing.T) {
 // is promised what it then removes; a staging file a process has open is
 // kept by the sweep, promised to the reaper conditionally, and the real run
 // that keeps it exits 75.
+//
+// Where the kernel cannot prove a staging file unopened (no lease probe:
+// macOS, the BSDs, the portable build) nothing is promised for it and
+// nothing removes it.
 func TestRecoverPromisesOnlyWhatItDoes(t *testing.T) {
+	_, sweeps := kernelTells(t)
 	open := t.TempDir()
 	os.Chmod(open, 0o755)
 	staging := filepath.Join(open, ".s."+testUUID+".replacement")
 	os.WriteFile(staging, []byte("half"), 0o600)
 	dry := runIn(t, open, quick, "", "recover", "--dry-run", "--min-age", "0", "s")
 	expectCode(t, dry, 0, "recover --dry-run in a 0755 directory")
+	if !sweeps {
+		if strings.Contains(dry.stdout, "would ") {
+			t.Fatalf("dry run promises what nothing can prove here:\n%s", dry.stdout)
+		}
+		r := runIn(t, open, quick, "", "recover", "--min-age", "0", "s")
+		expectCode(t, r, 0, "recover in a 0755 directory (nothing planned)")
+		if _, err := os.Lstat(staging); err != nil {
+			t.Fatalf("a staging file nothing proves unopened was removed:\n%s", r.stdout)
+		}
+		return
+	}
 	// The store reaper runs only in an owner-only directory, so nothing is
 	// promised for it here; the lock's own residue sweep runs wherever the
 	// lock does, and what it will remove is promised, then done.

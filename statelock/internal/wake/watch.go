@@ -1,3 +1,5 @@
+//go:build !darwin || exactfs_portable
+
 package wake
 
 import (
@@ -47,7 +49,8 @@ import (
 // attempt and used a whole core.
 //
 // Where there is no inotify (every platform but Linux), internal/sys's
-// InotifyInit fails, NewWatch returns nil, and every wait is a timed sleep.
+// InotifyInit fails, NewWatch returns nil, and every wait is a timed sleep;
+// except on macOS, whose waker is kqueue (watch_darwin.go, kqueue.go).
 type Watch struct {
 	f      *os.File
 	fd     int
