@@ -415,9 +415,53 @@ func write(fd int, p []byte) error {
 	return nil
 }
 
-// Fchmod has no safe meaning on Windows: permissions are the DACL (issue
-// 22, step 5), and the read-only attribute is not one. It fails closed.
-func Fchmod(fd int, perm uint32) error { return ErrUnsupported }
+// Fchmod gives fd's object the one permission bit Windows keeps in a
+// file's attributes: without the owner-write bit (0o200) the object is
+// read-only (FILE_ATTRIBUTE_READONLY), with it, it is not, as Go's
+// os.Chmod and libuv's chmod (the TypeScript reference's) do on Windows.
+// The other bits have no Windows meaning and are not applied: who may
+// open the object is its DACL, which Fchmod leaves alone, so a caller
+// that needs owner-only makes it so with MakeOwnerOnly and proves it with
+// OwnerOnly. Fstat reports the result the same way (0o666 or 0o444). A
+// directory is left as it is: Windows does not read its read-only
+// attribute as a permission (it never stops the creation or removal of
+// entries; Explorer takes it as a mark of a customized folder). It sets the attribute through a new handle
+// on the same object with attribute access only, so fd needs no write
+// access and no other handle is disturbed.
+func Fchmod(fd int, perm uint32) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	return fchmod(fd, perm)
+}
+
+func fchmod(fd int, perm uint32) error {
+	ah, err := reopen(h(fd), windows.FILE_READ_ATTRIBUTES|windows.FILE_WRITE_ATTRIBUTES, shareAll, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(ah)
+	var basic fileBasicInfo
+	if err := queryInfo(ah, windows.FileBasicInformation, unsafe.Pointer(&basic), unsafe.Sizeof(basic)); err != nil {
+		return err
+	}
+	if basic.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0 {
+		return nil
+	}
+	attrs := basic.FileAttributes &^ windows.FILE_ATTRIBUTE_READONLY
+	if perm&0o200 == 0 {
+		attrs |= windows.FILE_ATTRIBUTE_READONLY
+	}
+	if attrs == basic.FileAttributes {
+		return nil
+	}
+	if attrs == 0 {
+		attrs = windows.FILE_ATTRIBUTE_NORMAL // 0 would mean "leave the attributes as they are"
+	}
+	// Zero times mean "leave unchanged".
+	set := fileBasicInfo{FileAttributes: attrs}
+	return setInfo(ah, windows.FileBasicInformation, unsafe.Pointer(&set), unsafe.Sizeof(set))
+}
 
 // Ftruncate sets the size of an open handle (FileEndOfFileInfo).
 func Ftruncate(fd int, size int64) error {

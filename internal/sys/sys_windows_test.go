@@ -724,8 +724,7 @@ func TestErrnoMapping(t *testing.T) {
 }
 
 // TestNoWindowsMeaningRefuses: the calls that have no safe Windows meaning
-// refuse even with the gate open: Fchmod (permissions are the DACL),
-// Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
+// refuse even with the gate open: Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
 // ProbeUnopened (a deny-all probe conflicts with fd itself), OFDHeld and
 // OFDConflict (no F_GETLK); Exchange is ENOSYS (no atomic exchange).
 func TestNoWindowsMeaningRefuses(t *testing.T) {
@@ -738,7 +737,6 @@ func TestNoWindowsMeaningRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Close(f)
-	wantErr(t, "Fchmod", Fchmod(f, 0o600), ErrUnsupported)
 	wantErr(t, "Fchown", Fchown(f, 0, 0), ErrUnsupported)
 	wantErr(t, "TryFlock", TryFlock(fd), ErrUnsupported)
 	wantErr(t, "ProbeUnopened", ProbeUnopened(f), ErrUnsupported)
@@ -751,5 +749,65 @@ func TestNoWindowsMeaningRefuses(t *testing.T) {
 	wantErr(t, "Exchange", Exchange(fd, "a", fd, "b"), syscall.ENOSYS)
 	if content(t, dir, "a") != "A" || content(t, dir, "b") != "B" {
 		t.Fatal("a refused call changed a file")
+	}
+}
+
+// TestFchmodIsTheReadOnlyAttribute: Fchmod keeps the one bit Windows has,
+// owner-write, as the read-only attribute (what Go's os.Chmod and libuv's
+// chmod do), through a handle without write access too, and Fstat reads
+// it back; a directory is left as it is (Windows reads no permission in
+// its read-only attribute); before, every Fchmod refused, so
+// every write of the root package failed after staging its file.
+func TestFchmodIsTheReadOnlyAttribute(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	create(t, fd, "f", "x")
+	if err := Mkdir(fd, "d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(fd, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(f)
+	d, err := OpenDir(fd, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(d)
+	for _, tc := range []struct {
+		fd         int
+		name       string
+		perm       uint32
+		want       os.FileMode
+		osReadOnly bool
+	}{
+		{f, "f", 0o444, 0o444, true},
+		{f, "f", 0o600, 0o666, false},
+		{f, "f", 0o400, 0o444, true},
+		{f, "f", 0o644, 0o666, false},
+		{d, "d", 0o555, os.ModeDir | 0o777, false},
+		{d, "d", 0o700, os.ModeDir | 0o777, false},
+	} {
+		if err := Fchmod(tc.fd, tc.perm); err != nil {
+			t.Fatalf("Fchmod(%s, %o): %v", tc.name, tc.perm, err)
+		}
+		st, err := Fstat(tc.fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode != tc.want {
+			t.Errorf("Fchmod(%s, %o): mode %v, want %v", tc.name, tc.perm, st.Mode, tc.want)
+		}
+		fi, err := os.Stat(filepath.Join(dir, tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ro := fi.Mode()&0o200 == 0; ro != tc.osReadOnly {
+			t.Errorf("Fchmod(%s, %o): os.Stat says read-only %v, want %v", tc.name, tc.perm, ro, tc.osReadOnly)
+		}
+	}
+	if content(t, dir, "f") != "x" {
+		t.Fatal("Fchmod changed the file's bytes")
 	}
 }
