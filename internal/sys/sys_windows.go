@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -552,14 +553,67 @@ func link(olddir int, oldname string, newdir int, newname string) error {
 }
 
 // Rename renames oldname to newname, replacing newname (with POSIX
-// semantics where the filesystem has them; otherwise it fails with EACCES
-// while anyone has newname open). The object at oldname is opened first
-// without following a reparse point, and that object is what moves.
+// semantics where the filesystem has them, so readers of the old newname
+// keep it). The object at oldname is opened first without following a
+// reparse point, and that object is what moves.
+//
+// Two refusals are transient on Windows, and Rename waits them out for up
+// to ReplaceWait, retrying with backoff: a sharing violation on oldname
+// (a virus scanner or indexer opened the freshly written file without
+// sharing delete), and, without POSIX semantics (FAT, SMB, older Windows,
+// Wine), ACCESS_DENIED because some handle has newname open, which a
+// legacy replace refuses. The second is told apart from a real permission
+// refusal by opening newname for delete: if that succeeds, the refusal
+// was the open handle, and Rename retries; if not, it fails with that
+// open's error (EACCES). When the wait runs out it fails with EBUSY, and
+// nothing was renamed.
 func Rename(olddir int, oldname string, newdir int, newname string) error {
 	if !ready {
 		return ErrUnsupported
 	}
-	return renameAt(olddir, oldname, newdir, newname, true)
+	return renameReplace(olddir, oldname, newdir, newname, ReplaceWait)
+}
+
+// ReplaceWait bounds how long Rename waits out transient refusals. Scanners
+// hold a new file for milliseconds to a few hundred; a reader of the old
+// file as long as it reads.
+var ReplaceWait = 2 * time.Second
+
+func renameReplace(olddir int, oldname string, newdir int, newname string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		err := renameAt(olddir, oldname, newdir, newname, true)
+		switch err {
+		case syscall.EBUSY:
+		case syscall.EACCES:
+			if perr := targetDeletable(newdir, newname); perr != nil {
+				return perr
+			}
+		default:
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			return syscall.EBUSY
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// targetDeletable is nil when this process may delete newname (so a
+// replace refused with ACCESS_DENIED was refused for a handle open on
+// it), or newname is gone; otherwise the error of the delete open.
+func targetDeletable(newdir int, newname string) error {
+	fh, err := openAt(newdir, newname, windows.DELETE|windows.FILE_READ_ATTRIBUTES, 0, shareAll, windows.FILE_OPEN, 0)
+	switch err {
+	case nil:
+		windows.CloseHandle(fh)
+		return nil
+	case syscall.ENOENT, syscall.EBUSY:
+		return nil
+	}
+	return err
 }
 
 // RenameNoReplace renames oldname to newname and fails with EEXIST if

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -809,5 +810,68 @@ func TestFchmodIsTheReadOnlyAttribute(t *testing.T) {
 	}
 	if content(t, dir, "f") != "x" {
 		t.Fatal("Fchmod changed the file's bytes")
+	}
+}
+
+// TestRenameWaitsOutTransientHolders: a replacing Rename waits (up to
+// ReplaceWait) for the two refusals that are transient on Windows, and
+// then succeeds: a handle that has the target open (a legacy replace,
+// as under Wine, refuses with ACCESS_DENIED while one is; with POSIX
+// semantics the first try succeeds), and a handle on the source that does
+// not share delete (a virus scanner reading the freshly staged file; a
+// sharing violation on every Windows). Before, both failed at once (EACCES
+// and EBUSY), so a WriteFile failed whenever a scanner looked.
+func TestRenameWaitsOutTransientHolders(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	holdFor := func(name string, share uint32, d time.Duration) <-chan struct{} {
+		t.Helper()
+		p, err := windows.UTF16PtrFromString(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fh, err := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, 0, 0)
+		if err != nil {
+			t.Fatalf("holding %s: %v", name, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			time.Sleep(d)
+			windows.CloseHandle(fh)
+			close(done)
+		}()
+		return done
+	}
+	for _, tc := range []struct {
+		what, held string
+		share      uint32
+	}{
+		{"a reader of the target", "target", windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE},
+		{"a scanner of the source, not sharing delete", "staged", windows.FILE_SHARE_READ},
+	} {
+		create(t, fd, "target", "old")
+		create(t, fd, "staged", "new")
+		done := holdFor(tc.held, tc.share, 150*time.Millisecond)
+		if err := Rename(fd, "staged", fd, "target"); err != nil {
+			t.Fatalf("Rename with %s for 150 ms: %v", tc.what, err)
+		}
+		<-done
+		if got := content(t, dir, "target"); got != "new" {
+			t.Fatalf("%s: target holds %q", tc.what, got)
+		}
+		if err := Unlink(fd, "target"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A holder that stays past the wait: EBUSY, nothing renamed.
+	defer func(was time.Duration) { ReplaceWait = was }(ReplaceWait)
+	ReplaceWait = 100 * time.Millisecond
+	create(t, fd, "target", "old")
+	create(t, fd, "staged", "new")
+	done := holdFor("staged", windows.FILE_SHARE_READ, 400*time.Millisecond)
+	wantErr(t, "Rename past the wait", Rename(fd, "staged", fd, "target"), syscall.EBUSY)
+	<-done
+	if content(t, dir, "target") != "old" || content(t, dir, "staged") != "new" {
+		t.Fatal("a Rename that gave up changed something")
 	}
 }
