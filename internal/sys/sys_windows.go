@@ -21,8 +21,16 @@ import (
 // and its messages for the names refused here; the rules are in
 // internal/winpath, and every name given to this package already passes
 // winpath.CheckName), the exact unlink by handle, the owner-only DACL and
-// the lock attestation are steps 2-6 of issue 22. Only the step that lands the root package's
-// Windows path rules may set it; nothing else should.
+// the lock attestation are steps 2-6 of issue 22.
+//
+// The root package's path rules and its primitives on these handles are
+// now proven by its own tests, which open the gate for their test binary
+// only (OpenGateForTest); so are the store's owner-only DACL checks and
+// the CLI's Job object. The gate still stays shut in every program,
+// because opening it opens statelock too: statelock is built on the root's
+// primitives and has no gate of its own, and on Windows it would run
+// without its kernel attestation (LockFileEx, step 4) and without a
+// reclaim guard. The step that lands those opens it; nothing else should.
 var ready = false
 
 // AtCWD names the current working directory as a directory descriptor. It
