@@ -14,12 +14,24 @@ import (
 
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/internal/winpath"
 )
 
 // splitPath cuts path into its components. Empty components and "." are
 // dropped; ".." is refused, because a walk that may climb can be steered out
 // of the directory the caller meant.
+//
+// On Windows the path is taken apart by internal/winpath, which also
+// refuses, before any system call, every form and name a Win32 program
+// would resolve to another object than exactfs's handle-relative opens do
+// (drive-relative "C:x", "\x", device namespaces, alternate data streams,
+// trailing dots and spaces, DOS device names); abs means the path names
+// its volume, a drive ("C:\") or a share ("\\server\share\"), which
+// volumeRoot gives back.
 func splitPath(op, path string) (abs bool, comps []string, err error) {
+	if windowsPaths {
+		return splitWindowsPath(op, path)
+	}
 	if path == "" {
 		return false, nil, newErr(op, path, CodeInvalidRequest, "empty path")
 	}
@@ -37,6 +49,55 @@ func splitPath(op, path string) (abs bool, comps []string, err error) {
 		comps = append(comps, c)
 	}
 	return abs, comps, nil
+}
+
+// windowsPaths selects the Windows path rules. It is a variable, not a
+// build constraint, so that the rules are also exercised by the tests of
+// every platform (path_rules_test.go); only a Windows build sets it.
+var windowsPaths = runtime.GOOS == "windows"
+
+func splitWindowsPath(op, path string) (abs bool, comps []string, err error) {
+	p, err := winpath.Parse(path)
+	if err != nil {
+		code := CodeInvalidRequest
+		if errors.Is(err, winpath.ErrNotUTF8) {
+			code = CodeNotUTF8
+		}
+		var we *winpath.Error
+		if errors.As(err, &we) {
+			detail := we.Reason
+			if we.Name != "" && we.Name != we.Path {
+				detail = "path component " + strconv.Quote(we.Name) + " " + detail
+			}
+			return false, nil, newErr(op, path, code, detail)
+		}
+		return false, nil, newErr(op, path, code, err.Error())
+	}
+	return p.IsAbs(), p.Comps, nil
+}
+
+// volumeRoot is the directory an absolute path's walk starts from: "/" on
+// Unix; on Windows the root of the path's volume, "C:\" for a drive or
+// "\\server\share\" for a share, as written (the system resolves the
+// drive letter or the share, as it resolves a trusted link). path has
+// passed splitPath with abs true.
+func volumeRoot(path string) string {
+	if !windowsPaths {
+		return "/"
+	}
+	p, err := winpath.Parse(path)
+	if err != nil || !p.IsAbs() {
+		return "/" // unreachable: splitPath accepted path as absolute
+	}
+	return p.Volume + `\`
+}
+
+// joinAbs is the absolute path of comps beneath the volume root of path.
+func joinAbs(path string, comps []string) string {
+	if !windowsPaths {
+		return "/" + strings.Join(comps, "/")
+	}
+	return volumeRoot(path) + strings.Join(comps, `\`)
 }
 
 // handle is a directory descriptor that may or may not be ours to close.
@@ -182,7 +243,7 @@ func openPathNoFollow(op, name string, start *Dir, abs bool, comps []string) (ha
 	case start != nil:
 		base = start.fd
 	case abs:
-		rel = "/" + rel
+		rel = joinAbs(name, comps)
 	case rel == "":
 		rel = "."
 	}
@@ -199,7 +260,7 @@ func openPathNoFollow(op, name string, start *Dir, abs bool, comps []string) (ha
 	default:
 		root := "."
 		if abs {
-			root = "/"
+			root = volumeRoot(name)
 		}
 		fd, err := sys.OpenDir(sys.AtCWD, root)
 		if err != nil {
@@ -572,7 +633,7 @@ func MkdirAll(path string, perm fs.FileMode) error {
 		p := strings.Join(comps[:n], "/")
 		switch {
 		case abs:
-			return "/" + p
+			return joinAbs(path, comps[:n])
 		case p == "":
 			return "."
 		}

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runAsCLIEnv) == "1" {
 		main()
 	}
+	if role := os.Getenv(jobRoleEnv); role != "" {
+		os.Exit(jobRole(role))
+	}
 	os.Exit(m.Run())
 }
 

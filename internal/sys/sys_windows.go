@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -20,8 +21,16 @@ import (
 // and its messages for the names refused here; the rules are in
 // internal/winpath, and every name given to this package already passes
 // winpath.CheckName), the exact unlink by handle, the owner-only DACL and
-// the lock attestation are steps 2-6 of issue 22. Only the step that lands the root package's
-// Windows path rules may set it; nothing else should.
+// the lock attestation are steps 2-6 of issue 22.
+//
+// The root package's path rules and its primitives on these handles are
+// now proven by its own tests, which open the gate for their test binary
+// only (OpenGateForTest); so are the store's owner-only DACL checks and
+// the CLI's Job object. The gate still stays shut in every program,
+// because opening it opens statelock too: statelock is built on the root's
+// primitives and has no gate of its own, and on Windows it would run
+// without its kernel attestation (LockFileEx, step 4) and without a
+// reclaim guard. The step that lands those opens it; nothing else should.
 var ready = false
 
 // AtCWD names the current working directory as a directory descriptor. It
@@ -415,9 +424,53 @@ func write(fd int, p []byte) error {
 	return nil
 }
 
-// Fchmod has no safe meaning on Windows: permissions are the DACL (issue
-// 22, step 5), and the read-only attribute is not one. It fails closed.
-func Fchmod(fd int, perm uint32) error { return ErrUnsupported }
+// Fchmod gives fd's object the one permission bit Windows keeps in a
+// file's attributes: without the owner-write bit (0o200) the object is
+// read-only (FILE_ATTRIBUTE_READONLY), with it, it is not, as Go's
+// os.Chmod and libuv's chmod (the TypeScript reference's) do on Windows.
+// The other bits have no Windows meaning and are not applied: who may
+// open the object is its DACL, which Fchmod leaves alone, so a caller
+// that needs owner-only makes it so with MakeOwnerOnly and proves it with
+// OwnerOnly. Fstat reports the result the same way (0o666 or 0o444). A
+// directory is left as it is: Windows does not read its read-only
+// attribute as a permission (it never stops the creation or removal of
+// entries; Explorer takes it as a mark of a customized folder). It sets the attribute through a new handle
+// on the same object with attribute access only, so fd needs no write
+// access and no other handle is disturbed.
+func Fchmod(fd int, perm uint32) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	return fchmod(fd, perm)
+}
+
+func fchmod(fd int, perm uint32) error {
+	ah, err := reopen(h(fd), windows.FILE_READ_ATTRIBUTES|windows.FILE_WRITE_ATTRIBUTES, shareAll, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(ah)
+	var basic fileBasicInfo
+	if err := queryInfo(ah, windows.FileBasicInformation, unsafe.Pointer(&basic), unsafe.Sizeof(basic)); err != nil {
+		return err
+	}
+	if basic.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0 {
+		return nil
+	}
+	attrs := basic.FileAttributes &^ windows.FILE_ATTRIBUTE_READONLY
+	if perm&0o200 == 0 {
+		attrs |= windows.FILE_ATTRIBUTE_READONLY
+	}
+	if attrs == basic.FileAttributes {
+		return nil
+	}
+	if attrs == 0 {
+		attrs = windows.FILE_ATTRIBUTE_NORMAL // 0 would mean "leave the attributes as they are"
+	}
+	// Zero times mean "leave unchanged".
+	set := fileBasicInfo{FileAttributes: attrs}
+	return setInfo(ah, windows.FileBasicInformation, unsafe.Pointer(&set), unsafe.Sizeof(set))
+}
 
 // Ftruncate sets the size of an open handle (FileEndOfFileInfo).
 func Ftruncate(fd int, size int64) error {
@@ -508,14 +561,67 @@ func link(olddir int, oldname string, newdir int, newname string) error {
 }
 
 // Rename renames oldname to newname, replacing newname (with POSIX
-// semantics where the filesystem has them; otherwise it fails with EACCES
-// while anyone has newname open). The object at oldname is opened first
-// without following a reparse point, and that object is what moves.
+// semantics where the filesystem has them, so readers of the old newname
+// keep it). The object at oldname is opened first without following a
+// reparse point, and that object is what moves.
+//
+// Two refusals are transient on Windows, and Rename waits them out for up
+// to ReplaceWait, retrying with backoff: a sharing violation on oldname
+// (a virus scanner or indexer opened the freshly written file without
+// sharing delete), and, without POSIX semantics (FAT, SMB, older Windows,
+// Wine), ACCESS_DENIED because some handle has newname open, which a
+// legacy replace refuses. The second is told apart from a real permission
+// refusal by opening newname for delete: if that succeeds, the refusal
+// was the open handle, and Rename retries; if not, it fails with that
+// open's error (EACCES). When the wait runs out it fails with EBUSY, and
+// nothing was renamed.
 func Rename(olddir int, oldname string, newdir int, newname string) error {
 	if !ready {
 		return ErrUnsupported
 	}
-	return renameAt(olddir, oldname, newdir, newname, true)
+	return renameReplace(olddir, oldname, newdir, newname, ReplaceWait)
+}
+
+// ReplaceWait bounds how long Rename waits out transient refusals. Scanners
+// hold a new file for milliseconds to a few hundred; a reader of the old
+// file as long as it reads.
+var ReplaceWait = 2 * time.Second
+
+func renameReplace(olddir int, oldname string, newdir int, newname string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		err := renameAt(olddir, oldname, newdir, newname, true)
+		switch err {
+		case syscall.EBUSY:
+		case syscall.EACCES:
+			if perr := targetDeletable(newdir, newname); perr != nil {
+				return perr
+			}
+		default:
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			return syscall.EBUSY
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// targetDeletable is nil when this process may delete newname (so a
+// replace refused with ACCESS_DENIED was refused for a handle open on
+// it), or newname is gone; otherwise the error of the delete open.
+func targetDeletable(newdir int, newname string) error {
+	fh, err := openAt(newdir, newname, windows.DELETE|windows.FILE_READ_ATTRIBUTES, 0, shareAll, windows.FILE_OPEN, 0)
+	switch err {
+	case nil:
+		windows.CloseHandle(fh)
+		return nil
+	case syscall.ENOENT, syscall.EBUSY:
+		return nil
+	}
+	return err
 }
 
 // RenameNoReplace renames oldname to newname and fails with EEXIST if

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -724,8 +725,7 @@ func TestErrnoMapping(t *testing.T) {
 }
 
 // TestNoWindowsMeaningRefuses: the calls that have no safe Windows meaning
-// refuse even with the gate open: Fchmod (permissions are the DACL),
-// Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
+// refuse even with the gate open: Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
 // ProbeUnopened (a deny-all probe conflicts with fd itself), OFDHeld and
 // OFDConflict (no F_GETLK); Exchange is ENOSYS (no atomic exchange).
 func TestNoWindowsMeaningRefuses(t *testing.T) {
@@ -738,7 +738,6 @@ func TestNoWindowsMeaningRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Close(f)
-	wantErr(t, "Fchmod", Fchmod(f, 0o600), ErrUnsupported)
 	wantErr(t, "Fchown", Fchown(f, 0, 0), ErrUnsupported)
 	wantErr(t, "TryFlock", TryFlock(fd), ErrUnsupported)
 	wantErr(t, "ProbeUnopened", ProbeUnopened(f), ErrUnsupported)
@@ -751,5 +750,128 @@ func TestNoWindowsMeaningRefuses(t *testing.T) {
 	wantErr(t, "Exchange", Exchange(fd, "a", fd, "b"), syscall.ENOSYS)
 	if content(t, dir, "a") != "A" || content(t, dir, "b") != "B" {
 		t.Fatal("a refused call changed a file")
+	}
+}
+
+// TestFchmodIsTheReadOnlyAttribute: Fchmod keeps the one bit Windows has,
+// owner-write, as the read-only attribute (what Go's os.Chmod and libuv's
+// chmod do), through a handle without write access too, and Fstat reads
+// it back; a directory is left as it is (Windows reads no permission in
+// its read-only attribute); before, every Fchmod refused, so
+// every write of the root package failed after staging its file.
+func TestFchmodIsTheReadOnlyAttribute(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	create(t, fd, "f", "x")
+	if err := Mkdir(fd, "d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(fd, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(f)
+	d, err := OpenDir(fd, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(d)
+	for _, tc := range []struct {
+		fd         int
+		name       string
+		perm       uint32
+		want       os.FileMode
+		osReadOnly bool
+	}{
+		{f, "f", 0o444, 0o444, true},
+		{f, "f", 0o600, 0o666, false},
+		{f, "f", 0o400, 0o444, true},
+		{f, "f", 0o644, 0o666, false},
+		{d, "d", 0o555, os.ModeDir | 0o777, false},
+		{d, "d", 0o700, os.ModeDir | 0o777, false},
+	} {
+		if err := Fchmod(tc.fd, tc.perm); err != nil {
+			t.Fatalf("Fchmod(%s, %o): %v", tc.name, tc.perm, err)
+		}
+		st, err := Fstat(tc.fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode != tc.want {
+			t.Errorf("Fchmod(%s, %o): mode %v, want %v", tc.name, tc.perm, st.Mode, tc.want)
+		}
+		fi, err := os.Stat(filepath.Join(dir, tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ro := fi.Mode()&0o200 == 0; ro != tc.osReadOnly {
+			t.Errorf("Fchmod(%s, %o): os.Stat says read-only %v, want %v", tc.name, tc.perm, ro, tc.osReadOnly)
+		}
+	}
+	if content(t, dir, "f") != "x" {
+		t.Fatal("Fchmod changed the file's bytes")
+	}
+}
+
+// TestRenameWaitsOutTransientHolders: a replacing Rename waits (up to
+// ReplaceWait) for the two refusals that are transient on Windows, and
+// then succeeds: a handle that has the target open (a legacy replace,
+// as under Wine, refuses with ACCESS_DENIED while one is; with POSIX
+// semantics the first try succeeds), and a handle on the source that does
+// not share delete (a virus scanner reading the freshly staged file; a
+// sharing violation on every Windows). Before, both failed at once (EACCES
+// and EBUSY), so a WriteFile failed whenever a scanner looked.
+func TestRenameWaitsOutTransientHolders(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	holdFor := func(name string, share uint32, d time.Duration) <-chan struct{} {
+		t.Helper()
+		p, err := windows.UTF16PtrFromString(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fh, err := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, 0, 0)
+		if err != nil {
+			t.Fatalf("holding %s: %v", name, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			time.Sleep(d)
+			windows.CloseHandle(fh)
+			close(done)
+		}()
+		return done
+	}
+	for _, tc := range []struct {
+		what, held string
+		share      uint32
+	}{
+		{"a reader of the target", "target", windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE},
+		{"a scanner of the source, not sharing delete", "staged", windows.FILE_SHARE_READ},
+	} {
+		create(t, fd, "target", "old")
+		create(t, fd, "staged", "new")
+		done := holdFor(tc.held, tc.share, 150*time.Millisecond)
+		if err := Rename(fd, "staged", fd, "target"); err != nil {
+			t.Fatalf("Rename with %s for 150 ms: %v", tc.what, err)
+		}
+		<-done
+		if got := content(t, dir, "target"); got != "new" {
+			t.Fatalf("%s: target holds %q", tc.what, got)
+		}
+		if err := Unlink(fd, "target"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A holder that stays past the wait: EBUSY, nothing renamed.
+	defer func(was time.Duration) { ReplaceWait = was }(ReplaceWait)
+	ReplaceWait = 100 * time.Millisecond
+	create(t, fd, "target", "old")
+	create(t, fd, "staged", "new")
+	done := holdFor("staged", windows.FILE_SHARE_READ, 400*time.Millisecond)
+	wantErr(t, "Rename past the wait", Rename(fd, "staged", fd, "target"), syscall.EBUSY)
+	<-done
+	if content(t, dir, "target") != "old" || content(t, dir, "staged") != "new" {
+		t.Fatal("a Rename that gave up changed something")
 	}
 }
