@@ -97,3 +97,8 @@ func (e *ACLError) Unwrap() error { return e.Err }
 func ownerErr(op, path string, c Code, detail string, cause error) *Error {
 	return &Error{Op: op, Path: path, Code: c, Detail: detail, Err: cause}
 }
+
+// aclErr is ownerErr for a failure at an ACL step: the step is its cause.
+func aclErr(op, path string, c Code, aclOp, attr, detail string, cause error) error {
+	return ownerErr(op, path, c, detail, &ACLError{Operation: aclOp, Attribute: attr, Err: cause})
+}

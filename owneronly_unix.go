@@ -71,7 +71,3 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 	}
 	return nil
 }
-
-func aclErr(op, path string, c Code, aclOp, attr, detail string, cause error) error {
-	return ownerErr(op, path, c, detail, &ACLError{Operation: aclOp, Attribute: attr, Err: cause})
-}

@@ -74,17 +74,17 @@ func ownerOnlyFD(op, path string, fd int, apply bool) error {
 		var ae *sys.ACLError
 		if errors.As(err, &ae) && !errors.Is(err, sys.ErrACLUnavailable) {
 			// The DACL was written, but what reads back is not it.
-			return winACLErr("verify", path, CodeACLVerifyFailed, ACLQuery, ACLAccess,
+			return aclErr("verify", path, CodeACLVerifyFailed, ACLQuery, ACLAccess,
 				"an owner-only DACL was written to the "+kind.String()+", but the system did not keep it (Wine, for one, accepts DACLs and keeps none); what reads back", err)
 		}
 		if errors.Is(err, syscall.EACCES) {
-			return winACLErr(op, path, CodeACLDenied, ACLClear, ACLAccess,
+			return aclErr(op, path, CodeACLDenied, ACLClear, ACLAccess,
 				"writing the owner-only DACL was refused: this user may not change the "+kind.String()+"'s security", err)
 		}
 		if errors.As(err, &ae) {
 			return aclRefusal(op, path, kind, err)
 		}
-		return winACLErr(op, path, CodeACLApplyFailed, ACLClear, ACLAccess, "writing the owner-only DACL failed", err)
+		return aclErr(op, path, CodeACLApplyFailed, ACLClear, ACLAccess, "writing the owner-only DACL failed", err)
 	}
 	return nil
 }
@@ -105,21 +105,15 @@ func aclRefusal(op, path string, kind ownerKind, err error) error {
 		return ownerErr(op, path, CodeACLUnavailable,
 			"the volume keeps no ACLs (FAT or exFAT), so nothing on it can be owner-only; put the store on an NTFS or ReFS volume", err)
 	case errors.Is(err, sys.ErrACLUnknown):
-		return winACLErr(op, path, CodeACLUnknown, ACLQuery, ACLAccess,
+		return aclErr(op, path, CodeACLUnknown, ACLQuery, ACLAccess,
 			"remove that entry from the "+kind.String()+"'s DACL (or make it owner-only) and try again", err)
 	case errors.Is(err, sys.ErrACLPresent):
-		return winACLErr(op, path, CodeACLPresent, ACLQuery, ACLAccess,
+		return aclErr(op, path, CodeACLPresent, ACLQuery, ACLAccess,
 			"the "+kind.String()+" is not owner-only; make it so with store.ApplyOwnerOnlyPath (or Repair when opening the store)", err)
 	case errors.Is(err, syscall.EACCES):
-		return winACLErr(op, path, CodeACLDenied, ACLQuery, ACLAccess,
+		return aclErr(op, path, CodeACLDenied, ACLQuery, ACLAccess,
 			"reading the "+kind.String()+"'s security descriptor was refused", err)
 	}
-	return winACLErr(op, path, CodeACLIOError, ACLQuery, ACLAccess,
+	return aclErr(op, path, CodeACLIOError, ACLQuery, ACLAccess,
 		"reading the "+kind.String()+"'s security descriptor failed", err)
-}
-
-func winACLErr(op, path string, c Code, aclOp, attr, detail string, cause error) error {
-	e := ownerErr(op, path, c, detail, cause)
-	e.ACLOperation, e.ACLAttribute = aclOp, attr
-	return e
 }

@@ -69,9 +69,9 @@ func TestWindowsOwnerOnly(t *testing.T) {
 			if CodeOf(err) != CodeACLVerifyFailed || !strings.Contains(err.Error(), "did not keep it") {
 				t.Errorf("ApplyOwnerOnly(%s) under Wine: %v, want acl_verify_failed", p, err)
 			}
-			var e *Error
-			if errors.As(err, &e) && (e.ACLOperation == "" || e.ACLAttribute == "") {
-				t.Errorf("ApplyOwnerOnly(%s): no ACL operation and attribute in %+v", p, e)
+			var acl *ACLError
+			if !errors.As(err, &acl) || acl.Operation == "" || acl.Attribute == "" {
+				t.Errorf("ApplyOwnerOnly(%s): no ACL operation and attribute in %v", p, err)
 			}
 		}
 		if b, err := os.ReadFile(file); err != nil || string(b) != "{}" {
