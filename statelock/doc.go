@@ -341,8 +341,23 @@
 // protocol-perf §4.1b (the slot check so that no record is ever in
 // F.lock unattested; one pwrite so that F.lock never holds a tombstone;
 // the name checks so that a record detached by a peer is never taken for
-// the lock). Sticky ownership (§4.8.3) is not built: its rule for a
-// process that exits while it keeps the lock is still open.
+// the lock).
+//
+// A process that locks again within 2 ms of its release keeps the lock
+// in between (sticky ownership, SPEC §4.8.3, sticky.go): its next release
+// keeps its record and slot lock in F.lock for at most 2 ms, unless a Go
+// waiter is seated (handed over at once: a seating waiter rings the
+// mailbox's bell) or a claim directory says a reference contender polls
+// (released the reference way, and Go takers yield the tombstone to it).
+// Its next Lock proves with one lstat that F.lock still names its inode
+// unchanged (size, mtime, ctime, one link) and writes a fresh token into
+// it with one pwrite, read back (Token stays unique per acquisition): no
+// claim, no sidecar, no tombstone. A process that locks once never keeps
+// anything. One that exits or is killed while it keeps the lock leaves the
+// record of a dead process, reclaimed at once by Go (its slot is free) and
+// by TypeScript (its pid is gone) — once its parent has reaped it: a
+// zombie's pid is alive to the reference's pid check. Inspect in that
+// 2 ms shows the process as the holder.
 //
 // # Early release
 //
