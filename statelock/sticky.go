@@ -91,8 +91,10 @@ type stickyEntry struct {
 	// the others; this one also works where no mailbox exists).
 	yieldUntil time.Time
 	watching   bool
-	// kick wakes a watcher that sleeps without a mailbox (letGoKept).
+	// kick wakes a watcher that sleeps without a mailbox, ring one that
+	// sleeps on its bell (ReleaseKept); ring is nil once it stops using it.
 	kick chan struct{}
+	ring *wake.Mailbox
 }
 
 // stickyReport receives the failure of a release made in the background
@@ -285,7 +287,7 @@ func (e *stickyEntry) watch(key mailboxKey) {
 	for {
 		e.mu.Lock()
 		if e.r == nil {
-			e.watching = false
+			e.watching, e.ring = false, nil
 			e.mu.Unlock()
 			return
 		}
@@ -297,6 +299,7 @@ func (e *stickyEntry) watch(key mailboxKey) {
 			if mb == nil {
 				done = func() {}
 			}
+			e.ring = mb
 		}
 		var bell uint32
 		if mb != nil {
@@ -384,38 +387,57 @@ func (l *locker) stickyYielding() bool {
 	return on
 }
 
-// letGoKept releases every record this process keeps, and returns once
-// no watcher runs: for tests, whose temporary directories are removed
-// when they end (a kept record would be released into a removed
-// directory), and which read F.lock right after a release.
-func letGoKept() {
-	// A record kept because its release meets a stranded claim stays
-	// until the claim goes; a test that left one behind is not waited on
-	// for ever.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		busy := false
-		stickies.Lock()
-		entries := make([]*stickyEntry, 0, len(stickies.m))
-		for _, e := range stickies.m {
-			entries = append(entries, e)
+// ReleaseKept releases every lock this process keeps between its calls
+// (a process that locks again within 2 ms of a release keeps the lock
+// for at most that long, see the package documentation) and returns when
+// they are released or handed on. A program about to exit calls it, so
+// that it leaves tombstones behind instead of the records of a dead
+// process: those are reclaimed by the next taker at once, exactfs or
+// TypeScript, but the TypeScript reference judges an exited process by
+// its pid, which stays alive to it until the parent reaps the process.
+// Locks held by a caller (not yet unlocked) are not touched.
+func ReleaseKept() {
+	stickies.Lock()
+	entries := make([]*stickyEntry, 0, len(stickies.m))
+	for _, e := range stickies.m {
+		entries = append(entries, e)
+	}
+	stickies.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		l, r := e.l, e.r
+		e.l, e.r = nil, nil
+		e.mu.Unlock()
+		if r == nil {
+			continue
 		}
-		stickies.Unlock()
+		hook.Fire(hook.LockStickyLetGo, l.lockPath)
+		if handed, err := l.handoff(r); handed {
+			r.f.Close()
+			if err != nil {
+				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
+			}
+		} else if _, _, err := l.releaseReference(r, true, false); err != nil {
+			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
+		}
+		l.close()
+	}
+	// A watcher may be in the middle of a release it took over: wait for
+	// it (it ends as soon as nothing is kept).
+	for deadline := time.Now().Add(2 * DefaultWait); time.Now().Before(deadline); {
+		busy := false
 		for _, e := range entries {
 			e.mu.Lock()
-			l, r := e.l, e.r
-			if r != nil && !e.retry {
-				// Let the watcher release it now, as if its time were up.
-				e.releasedAt = time.Time{}
-				if mb, done := l.mailbox(false); mb != nil {
-					mb.Ring()
-					done()
-				}
+			busy = busy || e.watching
+			if e.watching {
 				select {
 				case e.kick <- struct{}{}:
 				default:
 				}
+				if e.ring != nil {
+					e.ring.Ring()
+				}
 			}
-			busy = busy || e.watching
 			e.mu.Unlock()
 		}
 		if !busy {
@@ -424,3 +446,8 @@ func letGoKept() {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// letGoKept is ReleaseKept, for tests: their temporary directories are
+// removed when they end (a kept record would be released into a removed
+// directory), and some read F.lock right after a release.
+func letGoKept() { ReleaseKept() }
