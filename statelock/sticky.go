@@ -22,7 +22,8 @@ import (
 //   - this process re-locked within stickyIdle of its release before (a
 //     process that locks once, a CLI call, never leaves a live record
 //     behind: its release is the reference one, a tombstone);
-//   - no claim directory exists (a reference contender polls through it).
+//   - no claim directory exists, and the sidecar was not written since the
+//     last release (a reference contender polls through them).
 //     When one does, the release is the reference one and Go takers hold
 //     off the tombstone for a yield (yieldToReference, the engine the
 //     hand-off uses). That release makes one attempt at the claim: a claim
@@ -238,6 +239,18 @@ func (l *locker) stick(r *heldRecord) stickyOutcome {
 		e.yieldUntil = time.Now().Add(referenceYield)
 		l.yieldToReference()
 		return stickyClaim
+	}
+	if time.Since(e.yieldUntil) > referenceYieldEvery && l.referencePolling() {
+		// Its claim is not there at this instant, but its sidecar was
+		// written since our last release (handoff.go): a reference
+		// contender polls between its backoff sleeps. Keeping would
+		// show it a live owner at every attempt; it gets the tombstone
+		// and a yield instead, as at a claim directory; at most one
+		// yield every referenceYieldEvery, as the hand-off spaces them,
+		// or Go would crawl beside a contender that polls all the time.
+		e.yieldUntil = time.Now().Add(referenceYield)
+		l.yieldToReference()
+		return stickyNo
 	}
 	e.keep(l, r, false)
 	hook.Fire(hook.LockStickyKept, l.lockPath)

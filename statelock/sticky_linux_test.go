@@ -469,3 +469,44 @@ func TestStickyDroppedHeldReleased(t *testing.T) {
 		}
 	}
 }
+
+// A sidecar written since the last release (a reference contender polls
+// between its sleeps, its claim not there at this instant) makes the
+// release the reference one, with a yield: keeping would show it a live
+// owner at every attempt. (The sidecar must have been written within
+// referenceRecent, 250 ms, of the release.)
+func TestStickyReferencePollerGetsTombstone(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	stickyCycle(t, e) // kept twice: the sidecar's mtime is remembered
+	if r := recordAt(t, e); r.Released {
+		t.Fatal("not kept")
+	}
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a reference attempt does to the sidecar: its record in, its
+	// tombstone back (the bytes do not matter here, the write does).
+	b := mustRead(t, e.sidecar)
+	if err := os.WriteFile(e.sidecar, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := countHook(t, hook.LockStickyKept)
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r := recordAt(t, e); !r.Released || kept.Load() != 0 {
+		t.Fatalf("kept beside a polling reference contender: %s", mustRead(t, e.lock))
+	}
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	if !l.stickyYielding() {
+		t.Fatal("no yield to the reference contender")
+	}
+}
