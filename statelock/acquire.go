@@ -81,7 +81,7 @@ func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error)
 	case a.last != nil:
 		c = l.peek(a.last, a.tk)
 	}
-	if c == nil && !a.once && l.yielding() {
+	if c == nil && !a.once && (l.yielding() || l.stickyYielding()) {
 		// Go yields a tombstone to a reference contender for a moment
 		// (handoff.go, referenceYield).
 		c, how = &contention{reason: ReasonOwnerLive, holder: "a TypeScript contender's turn"}, tried{skipped: true}

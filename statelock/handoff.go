@@ -55,7 +55,8 @@ import (
 // bytes at its next look even if no wake comes). A waiter seated in
 // GRANTING whose granter died goes back to WAITING (wake.Seat.Recover).
 //
-// With no Go waiter to serve, the release is the reference one (the
+// With no Go waiter to serve, a process that re-locks keeps the lock for
+// a moment (sticky.go); otherwise the release is the reference one (the
 // tombstone under the claim), and the oldest seated waiter is nudged so
 // that it attempts at once.
 //
@@ -468,6 +469,9 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 		f.Close()
 		return nil, notSeated
 	}
+	// A sticky owner (sticky.go) sleeps on the bell while it keeps F.lock
+	// for its process: it hands over at once instead of at its idle time.
+	mb.Ring()
 	hook.Fire(hook.LockHandoffSeated, l.lockPath)
 	stop := context.AfterFunc(a.ctx, seat.Interrupt)
 	defer stop()

@@ -30,6 +30,9 @@ func newEnv(t testing.TB) *testEnv {
 func newEnvAt(t testing.TB, dir, configRoot string) *testEnv {
 	t.Helper()
 	e := &testEnv{dir: dir, configRoot: configRoot}
+	// Before the directory goes (cleanups run last first): a record this
+	// process keeps (sticky.go) is released while it is still there.
+	t.Cleanup(letGoKept)
 	if err := os.Mkdir(e.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -143,6 +143,11 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
 	a.claimBo.Min, a.claimBo.Max = claimRetryMin, claimRetryMax
 	defer a.end()
+	if ctx.Err() == nil {
+		if h := l.resumeSticky(); h != nil {
+			return a.held(h), nil // the record this process kept (sticky.go)
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a.fail(timeoutReason(a.last), a.last, err)
@@ -335,16 +340,27 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		r.f.Close()
 		return 1, err
 	}
-	defer l.nudge()
-	// Unlock before the close, so the close's event finds no lock (ofdUnlock).
-	defer func() {
-		ofdUnlock(r.f)
-		if err == nil {
-			parkRecord(r.f, r.id, away)
-		} else {
-			r.f.Close()
-		}
-	}()
+	once := false
+	switch l.stick(r) {
+	case stickyKept:
+		return 1, nil // sticky.go: kept for this process's next Lock
+	case stickyClaim:
+		once = true
+	}
+	attempts, kept, err := l.releaseReference(r, away, once)
+	if kept && !l.keepBusy(r) {
+		attempts, _, err = l.releaseReference(r, away, false)
+	}
+	return attempts, err
+}
+
+// releaseReference is the reference release: under the claim, our record
+// proved and rewritten to a tombstone. once: a single attempt at the
+// claim; when it is busy, nothing is done and kept reports it (r is still
+// ours, its slot lock held and its descriptor open: sticky.go keeps it and
+// tries again, so the caller is never blocked on a claim a dead reference
+// process stranded).
+func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int, kept bool, err error) {
 	// A lock taken with WaitForever is not released forever: a claim stuck
 	// that long is for a person (Recover), and Unlock must return.
 	budget := DefaultWait
@@ -355,12 +371,24 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 	bo := wake.Backoff{Min: claimRetryMin, Max: claimRetryMax}
 	for attempts := 1; ; attempts++ {
 		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
-		if busy == nil {
-			return attempts, err
+		if busy != nil && once {
+			return attempts, true, nil
 		}
 		remaining := budget - time.Since(start)
-		if remaining <= 0 {
-			return attempts, fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
+		if busy == nil || remaining <= 0 {
+			if busy != nil {
+				err = fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
+			}
+			// Unlock before the close, so the close's event finds no
+			// lock (ofdUnlock).
+			ofdUnlock(r.f)
+			if err == nil {
+				parkRecord(r.f, r.id, away)
+			} else {
+				r.f.Close()
+			}
+			l.nudge()
+			return attempts, false, err
 		}
 		time.Sleep(bo.Step(remaining))
 	}

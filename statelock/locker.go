@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -47,6 +48,10 @@ type locker struct {
 	// euid is this process's effective uid, read once per call (the trust
 	// rule asks it of every object it adopts, several per cycle).
 	euid int
+	// extra counts the users of this locker besides its caller (a record
+	// kept for this process, sticky.go): close closes the directory when
+	// the last one is done.
+	extra atomic.Int32
 }
 
 // kernelSlots is the internal switch of SPEC §4.8.1's kernel slots: F.lock
@@ -158,6 +163,9 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 }
 
 func (l *locker) close() {
+	if l.extra.Add(-1) >= 0 {
+		return
+	}
 	l.closeClaim()
 	l.dir.Close()
 }

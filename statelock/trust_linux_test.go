@@ -68,9 +68,9 @@ func init() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "trust worker:", err)
-		os.Exit(1)
+		workerExit(1)
 	}
-	os.Exit(0)
+	workerExit(0)
 }
 
 // trustUser is a throwaway user made with useradd for one test.

@@ -30,83 +30,108 @@ const workerEnv = "STATELOCK_TEST_WORKER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(workerEnv) {
 	case "":
+		// The tests of this process run the reference release after every
+		// cycle, as before sticky ownership (sticky.go): most of them
+		// check what a release leaves on disk, or the claims, parked
+		// descriptors and spares of the reference path, right after a
+		// cycle that re-locked. Sticky ownership has its own tests
+		// (sticky_linux_test.go, which turn it on), and every worker
+		// process, whose loops re-lock, runs with it on, as a program does.
+		stickyOwnership = false
 		os.Exit(m.Run())
 	case "update":
 		if err := updateWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "bench":
 		if err := benchWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "early":
 		if err := earlyWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "wait":
 		if err := waitWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "waitcpu":
 		if err := waitCPUWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "hold":
 		if err := holdWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "holdts":
 		if err := holdTimesWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "updatekill":
 		if err := updateKillWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "slot":
 		if err := slotWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "handoffhold":
 		if err := handoffHoldWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
+	case "sticky":
+		if err := stickyWorker(); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			workerExit(1)
+		}
+		workerExit(0)
 	case "handoffwait":
 		if err := handoffWaitWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	case "killat":
 		if err := killAtWorker(); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			workerExit(1)
 		}
-		os.Exit(0)
+		workerExit(0)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown worker mode")
-		os.Exit(2)
+		workerExit(2)
 	}
+}
+
+// workerExit ends a worker. It first lets go of a lock the worker keeps
+// (sticky ownership, SPEC §4.8.3): a process that exits while it keeps one
+// leaves a record that TypeScript judges alive by its pid until the
+// parent reaps the process, and most tests reap their workers in order,
+// after TypeScript workers that would wait on it. The sticky worker
+// (TestStickyDeadKeeperReclaimed) exits without it, on purpose.
+func workerExit(code int) {
+	letGoKept()
+	os.Exit(code)
 }
 
 // killAtWorker SIGKILLs itself the first time the hook point named by

@@ -106,6 +106,10 @@ func runDemoWorker(e *env, opts any, args []string) error {
 			return err
 		}
 	}
+	// The worker exits next: a lock it keeps between its Updates (sticky
+	// ownership) is released first, or the run would end with the record
+	// of a dead process in place of a tombstone.
+	statelock.ReleaseKept()
 	return nil
 }
 

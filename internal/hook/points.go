@@ -195,6 +195,19 @@ const (
 	// LockHandoffAccepted fires in a waiter that has read exactly its
 	// bytes through its descriptor, before it enters.
 	LockHandoffAccepted = "statelock.handoff-accepted"
+	// LockStickyKept fires when a release keeps F.lock for this process
+	// (SPEC §4.8.3, sticky ownership), after it decided to.
+	LockStickyKept = "statelock.sticky-kept"
+	// LockStickyResumed fires when a Lock of this process takes back the
+	// record it kept, after the proof and the fresh token's write.
+	LockStickyResumed = "statelock.sticky-resumed"
+	// LockStickyClaimSeen fires when a release that could keep F.lock finds
+	// the claim directory, before its one attempt at the reference release.
+	LockStickyClaimSeen = "statelock.sticky-claim-seen"
+	// LockStickyLetGo fires when a kept record is let go (its idle time is
+	// up, a waiter was seated, or a busy claim is tried again), before the
+	// hand-off or the reference release.
+	LockStickyLetGo = "statelock.sticky-let-go"
 )
 
 // The hook points of the etcd backend (nested module etcd/).

@@ -10,7 +10,10 @@ import (
 // SeatSize block, the header. A seat is its state word (uint32 at 0), the
 // length of its record (uint32 at 4), its ticket (int64 at 8) and the
 // record bytes (from 16). The header holds the yield deadline (int64 at 0,
-// host monotonic nanoseconds, see Yield) and the last one asked (at 8).
+// host monotonic nanoseconds, see Yield), the last one asked (at 8) and the
+// owner's bell (uint32 at 16, see Ring). An older build leaves the bell
+// alone: its waiters never ring, and a sticky owner then serves them when
+// its idle time is up, as it would without the bell.
 const (
 	Seats     = 63
 	SeatSize  = 512

@@ -335,3 +335,31 @@ func (m *Mailbox) Nudge() bool {
 	sys.FutexWake(w, 1<<30)
 	return true
 }
+
+// bell is the header word a sticky owner (SPEC §4.8.3: a Go owner that
+// keeps F.lock for a moment after its caller's release) sleeps on.
+func (m *Mailbox) bell() *uint32 {
+	return (*uint32)(unsafe.Pointer(&m.mem[Seats*SeatSize+16]))
+}
+
+// Ring tells a sticky owner that a waiter has just been seated: the bell
+// moves on and whoever sleeps on it (BellWait) is woken, so the owner
+// hands the lock over at once instead of keeping it for the rest of its
+// idle time. A waiter rings after its seat is WAITING.
+func (m *Mailbox) Ring() {
+	atomic.AddUint32(m.bell(), 1)
+	sys.FutexWake(m.bell(), 1<<30)
+}
+
+// Bell reads the bell; the owner reads it before it looks for WAITING
+// seats, and sleeps on that value, so a ring between its look and its
+// sleep is never lost.
+func (m *Mailbox) Bell() uint32 { return atomic.LoadUint32(m.bell()) }
+
+// BellWait sleeps until the bell is no longer seen, or d passes.
+func (m *Mailbox) BellWait(seen uint32, d time.Duration) {
+	if atomic.LoadUint32(m.bell()) != seen {
+		return
+	}
+	sys.FutexWait(m.bell(), seen, d)
+}

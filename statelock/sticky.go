@@ -1,0 +1,466 @@
+package statelock
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
+)
+
+// Sticky ownership (SPEC §4.8.3; protocol-perf §4.6).
+//
+// A Go cohort owner (its record carries ofd_slot and its slot lock is held)
+// whose release finds no Go waiter to hand F.lock to may keep it, record
+// and slot lock, for at most stickyIdle after its caller's release, when:
+//
+//   - this process re-locked within stickyIdle of its release before (a
+//     process that locks once, a CLI call, never leaves a live record
+//     behind: its release is the reference one, a tombstone);
+//   - no claim directory exists, and the sidecar was not written since the
+//     last release (a reference contender polls through them).
+//     When one does, the release is the reference one and Go takers hold
+//     off the tombstone for a yield (yieldToReference, the engine the
+//     hand-off uses). That release makes one attempt at the claim: a claim
+//     a dead TypeScript process stranded must never block the caller, so
+//     on a busy claim the record is kept and the release tried again in
+//     the background (watch) until it goes through.
+//
+// The next Lock of this process within that time takes the record back
+// (resume): one lstat proves the name still names our inode with the
+// size, mtime, ctime and single link we last saw (every write of any
+// kind moves the mtime or ctime, and nobody may write a live record but
+// its owner: Go judges it alive by the slot lock we never dropped,
+// TypeScript by our pid), then one pwrite, padded to the current size
+// (§4.2), gives it a fresh token, and one read back proves the bytes.
+// Token() stays what its documentation says: unique per acquisition.
+//
+// The idle time is watched by one goroutine per kept lock (watch), started
+// when a release keeps it and ending when nothing is kept: it sleeps on the
+// mailbox's bell (a seated waiter rings it, wake.Mailbox.Ring, so it is
+// served at once) until the idle time of the last release is up; a
+// release while it sleeps arms nothing (it only stores its time), so a
+// busy loop costs no timer and no thread wake per cycle. When the time is
+// up or a waiter is seated, the record is handed to the oldest seated Go
+// waiter or released the reference way.
+//
+// A process killed or exiting while it keeps a record leaves the record of
+// a dead process, exactly as a death inside a critical section does: Go
+// judges it dead by its free slot, TypeScript by its pid, and either
+// reclaims it at once.
+
+// stickyOwnership is the internal switch of sticky ownership. A variable
+// for tests that show what its guards are for.
+var stickyOwnership = true
+
+// stickyIdle is the longest a record is kept after a release (SPEC §4.8.3).
+// A variable for tests, which make it long so that what happens within it
+// does not depend on how fast the machine is.
+var stickyIdle = 2 * time.Millisecond
+
+// stickies are the locks this process released lately, by directory and
+// name: when, and the record kept if any. At most stickyMax entries; an
+// entry that keeps nothing is dropped when the map is full.
+var stickies struct {
+	sync.Mutex
+	m map[mailboxKey]*stickyEntry
+}
+
+const stickyMax = 64
+
+type stickyEntry struct {
+	mu sync.Mutex
+	// l is the locker r is kept under: its directory descriptor stays
+	// open for the watcher's release (l.extra counts the reference).
+	l *locker
+	r *heldRecord // the kept record; nil when nothing is kept
+	// releasedAt is when a caller of this process last released the lock;
+	// relocked whether its last Lock came within stickyIdle of the release
+	// before it (the process re-locks: it may keep).
+	releasedAt time.Time
+	relocked   bool
+	// retry: the kept record is due for release (a claim was seen, or a
+	// busy claim refused the watcher's release); it is not taken back.
+	retry bool
+	// yieldUntil holds this process's own Go takers off the tombstone
+	// while a reference contender has its turn (the mailbox's yield holds
+	// the others; this one also works where no mailbox exists).
+	yieldUntil time.Time
+	watching   bool
+	// kick wakes a watcher that sleeps without a mailbox, ring one that
+	// sleeps on its bell (ReleaseKept); ring is nil once it stops using it.
+	kick chan struct{}
+	ring *wake.Mailbox
+}
+
+// stickyReport receives the failure of a release made in the background
+// (the caller that released has returned). Tests replace it.
+var stickyReport = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
+
+func (l *locker) stickyKey() mailboxKey {
+	dev, ino := l.dir.Inode()
+	return mailboxKey{dev, ino, l.lockName}
+}
+
+// stickyFor returns the entry of l's lock, creating it when create is set.
+func (l *locker) stickyFor(create bool) *stickyEntry {
+	key := l.stickyKey()
+	stickies.Lock()
+	defer stickies.Unlock()
+	e := stickies.m[key]
+	if e != nil || !create {
+		return e
+	}
+	if stickies.m == nil {
+		stickies.m = map[mailboxKey]*stickyEntry{}
+	}
+	if len(stickies.m) >= stickyMax {
+		for k, o := range stickies.m {
+			o.mu.Lock()
+			idle := o.r == nil && !o.watching
+			o.mu.Unlock()
+			if idle {
+				delete(stickies.m, k)
+			}
+		}
+		if len(stickies.m) >= stickyMax {
+			return nil
+		}
+	}
+	e = &stickyEntry{kick: make(chan struct{}, 1)}
+	stickies.m[key] = e
+	return e
+}
+
+// stickyOn reports whether l may keep or take back a record.
+func (l *locker) stickyOn() bool { return stickyOwnership && l.cohort() }
+
+// resumeSticky is a Lock's first step: it takes back the record this
+// process kept, if any, and notes whether this Lock is a re-lock.
+func (l *locker) resumeSticky() *heldRecord {
+	if !l.stickyOn() {
+		return nil
+	}
+	e := l.stickyFor(false)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	now := time.Now()
+	e.relocked = !e.releasedAt.IsZero() && now.Sub(e.releasedAt) <= stickyIdle
+	r, kl := e.r, e.l
+	if r == nil || e.retry || now.Before(e.yieldUntil) || kl.host.ID != l.host.ID || kl.euid != l.euid {
+		e.mu.Unlock()
+		return nil
+	}
+	e.r, e.l = nil, nil
+	e.mu.Unlock()
+	h, err := l.resume(r)
+	kl.close()
+	if err != nil {
+		// Not ours as we left it: give it up the proved way (the release
+		// proves our bytes before it writes, and leaves a record someone
+		// else wrote alone), and acquire as any caller does.
+		if _, _, rerr := l.releaseReference(r, true, false); rerr != nil {
+			stickyReport(fmt.Sprintf("exactfs: the lock %s this process kept could not be taken back (%v) nor released: %v", l.lockPath, err, rerr))
+		}
+		return nil
+	}
+	hook.Fire(hook.LockStickyResumed, l.lockPath)
+	return h
+}
+
+// resume proves that the kept record r is still ours at F.lock and gives
+// it a fresh token (see the top of this file).
+func (l *locker) resume(r *heldRecord) (*heldRecord, error) {
+	st, err := sys.Lstat(l.dir.Fd(), l.lockName)
+	if err != nil {
+		return nil, err
+	}
+	if st.Dev != r.id.Dev || st.Ino != r.id.Ino || st.Nlink != 1 || st.Nlink != r.id.Nlink ||
+		st.Size != r.id.Size || st.MtimeNs != r.id.MtimeNs || st.CtimeNs != r.id.CtimeNs {
+		return nil, fmt.Errorf("%w: %s changed while this process kept it", errRecordChanged, l.lockPath)
+	}
+	rec := *r.rec
+	rec.Token = exactfs.NewUUID()
+	want := padTo(rec.Encode(), int64(len(r.data)))
+	if len(want) != len(r.data) {
+		return nil, fmt.Errorf("the new record of %s does not fit in the kept one", l.lockPath)
+	}
+	if _, err := r.f.WriteAt(want, 0); err != nil {
+		// Our old bytes go back: the proved release then finds them.
+		writeAll(r.f, l.lockPath, r.data, -1)
+		return nil, err
+	}
+	data, id, err := readHeld(r.f)
+	if err != nil || !bytes.Equal(data, want) || !id.SameInode(r.id) {
+		// Someone wrote over us in between: nothing to take back. The
+		// release that follows proves against bytes we no longer claim
+		// (ours are gone), so it leaves whatever is there alone.
+		if err == nil {
+			err = fmt.Errorf("%w: %s changed under the new token's write", errRecordChanged, l.lockPath)
+		}
+		return nil, err
+	}
+	return &heldRecord{name: r.name, f: r.f, id: id, data: data, rec: &rec}, nil
+}
+
+// stickyOutcome is what a release decided about keeping F.lock.
+type stickyOutcome int
+
+const (
+	stickyNo    stickyOutcome = iota // release the reference way, as before
+	stickyKept                       // kept: nothing more to do
+	stickyClaim                      // a claim directory: one reference attempt, then keep
+)
+
+// stick is the release's decision (after the hand-off found nobody).
+func (l *locker) stick(r *heldRecord) stickyOutcome {
+	if !l.stickyOn() || r.rec == nil || r.rec.OfdSlot == 0 || r.kept {
+		return stickyNo
+	}
+	e := l.stickyFor(true)
+	if e == nil {
+		return stickyNo
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.releasedAt = time.Now()
+	if !e.relocked || e.r != nil {
+		return stickyNo
+	}
+	if _, err := sys.Lstat(l.dir.Fd(), l.claim); err == nil {
+		hook.Fire(hook.LockStickyClaimSeen, l.lockPath)
+		e.yieldUntil = time.Now().Add(referenceYield)
+		l.yieldToReference()
+		return stickyClaim
+	}
+	if time.Since(e.yieldUntil) > referenceYieldEvery && l.referencePolling() {
+		// Its claim is not there at this instant, but its sidecar was
+		// written since our last release (handoff.go): a reference
+		// contender polls between its backoff sleeps. Keeping would
+		// show it a live owner at every attempt; it gets the tombstone
+		// and a yield instead, as at a claim directory; at most one
+		// yield every referenceYieldEvery, as the hand-off spaces them,
+		// or Go would crawl beside a contender that polls all the time.
+		e.yieldUntil = time.Now().Add(referenceYield)
+		l.yieldToReference()
+		return stickyNo
+	}
+	e.keep(l, r, false)
+	hook.Fire(hook.LockStickyKept, l.lockPath)
+	return stickyKept
+}
+
+// keep stores r as kept under l (e.mu held) and makes sure a watcher runs.
+func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
+	l.extra.Add(1)
+	e.l, e.r, e.retry = l, r, retry
+	if !e.watching {
+		e.watching = true
+		go e.watch(l.stickyKey())
+	}
+}
+
+// keepBusy keeps r after a release whose one claim attempt found the claim
+// busy: the caller is not blocked on it (it may have been stranded by a
+// dead TypeScript process); the watcher tries again.
+func (l *locker) keepBusy(r *heldRecord) bool {
+	e := l.stickyFor(true)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.r != nil {
+		return false
+	}
+	e.keep(l, r, true)
+	return true
+}
+
+// watch lets the kept record go when its idle time is up or a waiter is
+// seated, and tries a refused release again. It ends when nothing is kept.
+func (e *stickyEntry) watch(key mailboxKey) {
+	var (
+		mb   *wake.Mailbox
+		done func()
+		bo   = wake.Backoff{Min: claimRetryMin, Max: wake.BackoffMax}
+	)
+	defer func() {
+		if done != nil {
+			done()
+		}
+	}()
+	for {
+		e.mu.Lock()
+		if e.r == nil {
+			e.watching, e.ring = false, nil
+			e.mu.Unlock()
+			return
+		}
+		if mb == nil && done == nil {
+			// The mailbox is where a waiter of another process seats; it is
+			// mapped once per watch (nil: none yet, the idle time bounds
+			// how long a first waiter, which creates it, waits).
+			mb, done = e.l.mailbox(false)
+			if mb == nil {
+				done = func() {}
+			}
+			e.ring = mb
+		}
+		var bell uint32
+		if mb != nil {
+			bell = mb.Bell()
+		}
+		left := stickyIdle - time.Since(e.releasedAt)
+		if !e.retry && left > 0 && (mb == nil || mb.Waiting() == 0) {
+			e.mu.Unlock()
+			if mb != nil {
+				mb.BellWait(bell, left)
+			} else {
+				t := time.NewTimer(left)
+				select {
+				case <-t.C:
+				case <-e.kick:
+					t.Stop()
+				}
+			}
+			continue
+		}
+		l, r := e.l, e.r
+		e.l, e.r = nil, nil
+		e.mu.Unlock()
+		hook.Fire(hook.LockStickyLetGo, l.lockPath)
+		if handed, err := l.handoff(r); handed {
+			r.f.Close()
+			if err != nil {
+				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
+			}
+			l.close()
+			continue
+		}
+		if _, kept, err := l.releaseReference(r, true, true); kept {
+			// The claim is busy (a reference contender's attempt, or a
+			// claim its dead taker stranded until Go heals it): ownership
+			// stays with us, and we try again. We still own F.lock, so
+			// nothing else was kept meanwhile.
+			e.mu.Lock()
+			e.l, e.r, e.retry = l, r, true
+			e.mu.Unlock()
+			time.Sleep(bo.Step(time.Hour))
+			continue
+		} else if err != nil {
+			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
+		}
+		bo.Reset()
+		l.close()
+	}
+}
+
+// yieldToReference asks the Go takers of other processes to stay off the
+// tombstone for referenceYield (a reference contender polls), through the
+// mailbox's yield that the hand-off asks too (handoff.go), unless one was
+// asked within referenceYieldEvery. Without a mailbox there are no Go
+// waiters of other processes to hold back.
+func (l *locker) yieldToReference() {
+	mb, done := l.mailbox(false)
+	if mb == nil {
+		return
+	}
+	defer done()
+	if ticketNow()-mb.LastYield() > int64(referenceYieldEvery) {
+		mb.Yield(ticketNow() + int64(referenceYield))
+	}
+}
+
+// stickyYielding reports whether this process holds its own takers off the
+// tombstone (stick saw a claim directory).
+func (l *locker) stickyYielding() bool {
+	if !l.stickyOn() {
+		return false
+	}
+	e := l.stickyFor(false)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	on := time.Now().Before(e.yieldUntil)
+	e.mu.Unlock()
+	if on && l.referenceHolds() {
+		e.mu.Lock()
+		e.yieldUntil = time.Time{}
+		e.mu.Unlock()
+	}
+	return on
+}
+
+// ReleaseKept releases every lock this process keeps between its calls
+// (a process that locks again within 2 ms of a release keeps the lock
+// for at most that long, see the package documentation) and returns when
+// they are released or handed on. A program about to exit calls it, so
+// that it leaves tombstones behind instead of the records of a dead
+// process: those are reclaimed by the next taker at once, exactfs or
+// TypeScript, but the TypeScript reference judges an exited process by
+// its pid, which stays alive to it until the parent reaps the process.
+// Locks held by a caller (not yet unlocked) are not touched.
+func ReleaseKept() {
+	stickies.Lock()
+	entries := make([]*stickyEntry, 0, len(stickies.m))
+	for _, e := range stickies.m {
+		entries = append(entries, e)
+	}
+	stickies.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		l, r := e.l, e.r
+		e.l, e.r = nil, nil
+		e.mu.Unlock()
+		if r == nil {
+			continue
+		}
+		hook.Fire(hook.LockStickyLetGo, l.lockPath)
+		if handed, err := l.handoff(r); handed {
+			r.f.Close()
+			if err != nil {
+				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
+			}
+		} else if _, _, err := l.releaseReference(r, true, false); err != nil {
+			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
+		}
+		l.close()
+	}
+	// A watcher may be in the middle of a release it took over: wait for
+	// it (it ends as soon as nothing is kept).
+	for deadline := time.Now().Add(2 * DefaultWait); time.Now().Before(deadline); {
+		busy := false
+		for _, e := range entries {
+			e.mu.Lock()
+			busy = busy || e.watching
+			if e.watching {
+				select {
+				case e.kick <- struct{}{}:
+				default:
+				}
+				if e.ring != nil {
+					e.ring.Ring()
+				}
+			}
+			e.mu.Unlock()
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// letGoKept is ReleaseKept, for tests: their temporary directories are
+// removed when they end (a kept record would be released into a removed
+// directory), and some read F.lock right after a release.
+func letGoKept() { ReleaseKept() }

@@ -1,0 +1,512 @@
+//go:build linux && !exactfs_portable
+
+package statelock
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/tsseed"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
+)
+
+// Sticky ownership (SPEC §4.8.3, sticky.go). Its idle time is made an hour
+// in these tests, so that what happens inside it is decided by the steps
+// taken (hooks, processes), never by how fast the machine is.
+
+// longSticky makes the idle time an hour for the test.
+func longSticky(t *testing.T) {
+	t.Helper()
+	requireCohort(t)
+	old, on := stickyIdle, stickyOwnership
+	stickyIdle, stickyOwnership = time.Hour, true
+	t.Cleanup(func() { letGoKept(); stickyIdle, stickyOwnership = old, on })
+}
+
+// hookOrder records the order in which the named hooks fire.
+func hookOrder(t *testing.T, names ...string) func() []string {
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	for _, n := range names {
+		t.Cleanup(hook.Set(n, func(string) { mu.Lock(); got = append(got, n); mu.Unlock() }))
+	}
+	return func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+}
+
+func stickyCycle(t *testing.T, e *testEnv) string {
+	t.Helper()
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := h.Token()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func recordAt(t *testing.T, e *testEnv) *Record {
+	t.Helper()
+	r, err := ParseRecord(mustRead(t, e.lock))
+	if err != nil {
+		t.Fatalf("F.lock: %v", err)
+	}
+	return r
+}
+
+// A process keeps F.lock only once it has re-locked within the idle time:
+// its first release is the reference one (a tombstone, whatever comes
+// after), its second is kept. Without the re-lock rule (stick's relocked)
+// the first release would keep a live record too.
+func TestStickyOnlyForRelock(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	kept := countHook(t, hook.LockStickyKept)
+	stickyCycle(t, e)
+	if r := recordAt(t, e); !r.Released || kept.Load() != 0 {
+		t.Fatalf("a first release kept the lock: %s", mustRead(t, e.lock))
+	}
+	tok := stickyCycle(t, e)
+	if r := recordAt(t, e); r.Released || r.Token != tok || r.Pid != int64(os.Getpid()) || kept.Load() != 1 {
+		t.Fatalf("a re-locking process did not keep its record: %s (kept %d)", mustRead(t, e.lock), kept.Load())
+	}
+	// Off, the release is the reference one however fast we re-lock.
+	letGoKept()
+	stickyOwnership = false
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	if r := recordAt(t, e); !r.Released {
+		t.Fatalf("sticky ownership off, F.lock kept: %s", mustRead(t, e.lock))
+	}
+}
+
+// A one-shot process (one Lock, a CLI call) leaves a tombstone, never a
+// live record, though it is still running: a real process.
+func TestStickyOneShotProcessLeavesTombstone(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	cmd := workerCmd(context.Background(), "sticky", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot, "STATELOCK_LOCKS=1")
+	startAndWaitLine(t, cmd, "released", 30*time.Second)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if r := recordAt(t, e); !r.Released {
+		t.Fatalf("a one-shot process left a live record: %s", mustRead(t, e.lock))
+	}
+}
+
+// The next Lock of the process takes the kept record back with a fresh
+// token, in place (same inode), and no claim; a second Unlock of the Held
+// that kept it fails and touches nothing; TryLock resumes as well; a
+// cancelled context fails before it takes anything back.
+func TestStickyResume(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	h1, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	kept := recordAt(t, e)
+	fi1, _ := os.Stat(e.lock)
+	claims := countHook(t, hook.LockClaimTaken)
+	resumed := countHook(t, hook.LockStickyResumed)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Lock(ctx, e.state, e.opts()...); err == nil || resumed.Load() != 0 {
+		t.Fatalf("a cancelled Lock: %v, resumed %d", err, resumed.Load())
+	}
+
+	h2, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Load() != 1 || claims.Load() != 0 {
+		t.Fatalf("resumed %d, claims taken %d", resumed.Load(), claims.Load())
+	}
+	if h2.Token() == h1.Token() || h2.Token() == "" {
+		t.Fatalf("the token spans two acquisitions: %q", h2.Token())
+	}
+	now := recordAt(t, e)
+	fi2, _ := os.Stat(e.lock)
+	if now.Token != h2.Token() || now.Pid != kept.Pid || !os.SameFile(fi1, fi2) {
+		t.Fatalf("F.lock after the resume: %s", mustRead(t, e.lock))
+	}
+	if h1.Token() != kept.Token {
+		t.Fatalf("the first Held's token changed to %q", h1.Token())
+	}
+	if err := h1.Unlock(); err == nil {
+		t.Fatal("a second Unlock of the Held that kept the lock succeeded")
+	}
+	if r := recordAt(t, e); r.Token != h2.Token() || r.Released {
+		t.Fatalf("a second Unlock touched the resumed record: %s", mustRead(t, e.lock))
+	}
+	if err := h2.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h3, err := TryLock(e.state, e.opts()...)
+	if err != nil || resumed.Load() != 2 {
+		t.Fatalf("TryLock of a kept lock: %v (resumed %d)", err, resumed.Load())
+	}
+	lockedRecordIsOurs(t, e, h3)
+	if err := h3.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	letGoKept()
+	assertSteadyState(t, e, false)
+}
+
+// A kept record that someone replaced is never taken back: the proof
+// (one lstat) sees the change, and the Lock acquires the ordinary way.
+func TestStickyResumeRefusesChangedRecord(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	// A write we did not make (nobody may write a live record but its
+	// owner; this stands in for a person or a buggy peer): the mtime moves.
+	b := mustRead(t, e.lock)
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(e.lock, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resumed := countHook(t, hook.LockStickyResumed)
+	var reports []string
+	old := stickyReport
+	stickyReport = func(m string) { reports = append(reports, m) }
+	t.Cleanup(func() { stickyReport = old })
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if resumed.Load() != 0 {
+		t.Fatal("a changed record was taken back")
+	}
+	if err != nil {
+		t.Fatalf("Lock after the change: %v", err)
+	}
+	// The kept descriptor was given up (its slot lock with it), so the
+	// record, ours no longer, was judged dead and replaced by a new one.
+	lockedRecordIsOurs(t, e, h)
+	h.Unlock()
+	if len(reports) != 1 || !strings.Contains(reports[0], "could not be taken back") {
+		t.Fatalf("reports: %q", reports)
+	}
+}
+
+// A sticky owner that sees the claim directory at its release (a
+// reference contender polls through it) releases the reference way, and
+// holds this process's own takers back for a yield.
+func TestStickyClaimDirAtRelease(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.claim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	order := hookOrder(t, hook.LockStickyKept, hook.LockBeforeRelease)
+	// The contender lets the claim go just after our look saw it (one
+	// hook per point: this one records itself too).
+	var seen []string
+	defer hook.Set(hook.LockStickyClaimSeen, func(string) {
+		seen = append(seen, hook.LockStickyClaimSeen)
+		if err := os.Remove(e.claim); err != nil {
+			t.Error(err)
+		}
+	})()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(seen, order()...); !slices.Equal(got, []string{hook.LockStickyClaimSeen, hook.LockBeforeRelease}) {
+		t.Fatalf("hooks: %q", got)
+	}
+	if r := recordAt(t, e); !r.Released {
+		t.Fatalf("F.lock after a release that saw a claim: %s", mustRead(t, e.lock))
+	}
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	if !l.stickyYielding() {
+		t.Fatal("no yield to the reference contender")
+	}
+}
+
+// A claim a dead TypeScript process stranded (its directory, no sidecar:
+// killed right after its mkdir; no rule may break it) never blocks a
+// sticky owner's caller: Unlock returns at once and the process keeps
+// ownership, and releases once the claim is gone. On the old code this
+// Unlock waited out the claim for DefaultWait and failed.
+func TestStickyDeadClaimDoesNotBlock(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.claim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	order := hookOrder(t, hook.LockStickyClaimSeen, hook.LockStickyLetGo)
+	done := make(chan error, 1)
+	go func() { done <- h.Unlock() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+	case <-time.After(DefaultWait / 2):
+		t.Fatal("Unlock is blocked on a stranded claim")
+	}
+	if r := recordAt(t, e); r.Released || r.Token != h.Token() {
+		t.Fatalf("F.lock while the claim is stranded: %s", mustRead(t, e.lock))
+	}
+	// A person clears the claim (Recover); the kept record is released.
+	if err := os.Remove(e.claim); err != nil {
+		t.Fatal(err)
+	}
+	letGoKept()
+	if r := recordAt(t, e); !r.Released {
+		t.Fatalf("F.lock after the claim went: %s", mustRead(t, e.lock))
+	}
+	if got := order(); len(got) < 2 || got[0] != hook.LockStickyClaimSeen || got[1] != hook.LockStickyLetGo {
+		t.Fatalf("hooks: %q", got)
+	}
+}
+
+// A Go waiter (another process) that seats while this process keeps the
+// lock is served at once: the waiter rings the mailbox's bell and the
+// watcher hands the lock over, with an idle time of an hour (without the
+// bell it would wait that hour).
+func TestStickyWaiterServedAtOnce(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	d, err := exactfs.OpenDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := wake.Open(d, filepath.Base(e.lock), true)
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb.Close()
+	stickyCycle(t, e)
+	order := hookOrder(t, hook.LockStickyKept, hook.LockStickyLetGo, hook.LockHandoffBeforePwrite)
+	tok := stickyCycle(t, e)
+	if r := recordAt(t, e); r.Token != tok {
+		t.Fatalf("not kept: %s", mustRead(t, e.lock))
+	}
+	w := workerCmd(context.Background(), "handoffwait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	sc := startAndWaitLine(t, w, "waiting", 30*time.Second)
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	got := make(chan bool, 1)
+	go func() { got <- sc.Scan() && sc.Text() == "acquired" }()
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Fatal("the waiter did not acquire")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiter was not served while the lock was kept")
+	}
+	if got := order(); !slices.Equal(got, []string{hook.LockStickyKept, hook.LockStickyLetGo, hook.LockHandoffBeforePwrite}) {
+		t.Fatalf("hooks: %q", got)
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A process killed (or exiting) while it keeps the lock leaves the record
+// of a dead process, which the next Go acquirer (by its free slot) and a
+// TypeScript acquirer (by its pid) both take at once: real processes.
+func TestStickyDeadKeeperReclaimed(t *testing.T) {
+	requireCohort(t)
+	for _, tc := range []struct{ name, then, taker string }{
+		{"sigkill/go", "", "go"},
+		{"sigkill/typescript", "", "ts"},
+		{"exit/go", "exit", "go"},
+		{"exit/typescript", "exit", "ts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.taker == "ts" {
+				tsseed.Worker(t)
+			}
+			e := newEnv(t)
+			cmd := workerCmd(context.Background(), "sticky", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
+				"STATELOCK_LOCKS=3", "STATELOCK_THEN="+tc.then)
+			startAndWaitLine(t, cmd, "kept", 30*time.Second)
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if tc.then == "" {
+				if r := recordAt(t, e); r.Released || r.Pid != int64(cmd.Process.Pid) {
+					t.Fatalf("F.lock is not the worker's live record: %s", mustRead(t, e.lock))
+				}
+				cmd.Process.Signal(syscall.SIGKILL)
+			}
+			cmd.Wait()
+			if r := recordAt(t, e); r.Released || r.Pid != int64(cmd.Process.Pid) {
+				t.Fatalf("F.lock is not the dead worker's record: %s", mustRead(t, e.lock))
+			}
+			switch tc.taker {
+			case "go":
+				h, err := TryLock(e.state, e.opts()...)
+				if err != nil {
+					t.Fatalf("Go did not take a dead keeper's lock: %v", err)
+				}
+				lockedRecordIsOurs(t, e, h)
+				if err := h.Unlock(); err != nil {
+					t.Fatal(err)
+				}
+			case "ts":
+				logf := filepath.Join(e.dir, "ts.log")
+				ts := tsseed.Command(t, e.configRoot, e.state, 1, 0, logf)
+				var out bytes.Buffer
+				ts.Stdout, ts.Stderr = &out, &out
+				if err := ts.Run(); err != nil {
+					t.Fatalf("TypeScript did not take a dead keeper's lock: %v\n%s", err, out.String())
+				}
+				if r := recordAt(t, e); !r.Released {
+					t.Fatalf("F.lock after TypeScript: %s", mustRead(t, e.lock))
+				}
+			}
+		})
+	}
+}
+
+// Updates in a loop keep the lock between them and lose nothing; so do
+// concurrent Updates of one process (group commit), and every caller's
+// fn runs under a token of its own cycle. After the last, once the idle
+// time is over, the steady state is the reference one.
+func TestStickyUpdates(t *testing.T) {
+	longSticky(t)
+	for _, group := range []bool{false, true} {
+		t.Run("group="+strconv.FormatBool(group), func(t *testing.T) {
+			e := newEnv(t)
+			resumed := countHook(t, hook.LockStickyResumed)
+			opts := e.opts(WithGroupCommit(group))
+			// One goroutine without group commit (with several, a waiter of
+			// this process is seated at nearly every release and is handed
+			// the lock instead), four with it.
+			goroutines := 1
+			if group {
+				goroutines = 4
+			}
+			var wg sync.WaitGroup
+			for range goroutines {
+				wg.Go(func() {
+					for range 40 / goroutines {
+						if err := Update(context.Background(), e.state, incrementCounter, opts...); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if s, err := parseCounter(mustRead(t, e.state)); err != nil || s.N != 40 {
+				t.Fatalf("counter %+v (%v), want 40", s, err)
+			}
+			if resumed.Load() == 0 {
+				t.Fatal("no Update took the kept lock back")
+			}
+			letGoKept()
+			assertSteadyState(t, e, false)
+		})
+	}
+}
+
+// A resumed Held dropped without Unlock is reported and released, as any
+// other (leak.go): the next Lock of the process gets the lock.
+func TestStickyDroppedHeldReleased(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	reports := observeLeaks(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	resumed := countHook(t, hook.LockStickyResumed)
+	func() {
+		if _, err := Lock(context.Background(), e.state, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if resumed.Load() != 1 {
+		t.Fatal("the kept lock was not taken back")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		runtime.GC()
+		select {
+		case <-reports:
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(10*time.Second))...)
+			if err != nil {
+				t.Fatalf("the dropped lock is still held: %v", err)
+			}
+			h.Unlock()
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a dropped resumed Held was never reported")
+		}
+	}
+}
+
+// A sidecar written since the last release (a reference contender polls
+// between its sleeps, its claim not there at this instant) makes the
+// release the reference one, with a yield: keeping would show it a live
+// owner at every attempt. (The sidecar must have been written within
+// referenceRecent, 250 ms, of the release.)
+func TestStickyReferencePollerGetsTombstone(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	stickyCycle(t, e) // kept twice: the sidecar's mtime is remembered
+	if r := recordAt(t, e); r.Released {
+		t.Fatal("not kept")
+	}
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a reference attempt does to the sidecar: its record in, its
+	// tombstone back (the bytes do not matter here, the write does).
+	b := mustRead(t, e.sidecar)
+	if err := os.WriteFile(e.sidecar, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := countHook(t, hook.LockStickyKept)
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r := recordAt(t, e); !r.Released || kept.Load() != 0 {
+		t.Fatalf("kept beside a polling reference contender: %s", mustRead(t, e.lock))
+	}
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	if !l.stickyYielding() {
+		t.Fatal("no yield to the reference contender")
+	}
+}
