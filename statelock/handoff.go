@@ -212,18 +212,22 @@ func (e *mailboxEntry) close() {
 
 // handoff is the owner's side: it hands F.lock to the oldest seated Go
 // waiter, or reports false (nothing written: release the reference way).
+// yielded: it did not try, because a reference contender is polling and
+// Go takers are now held off the tombstone for its turn; that release must
+// leave the tombstone (never keep F.lock, sticky.go), or the yield gives
+// the reference contender nothing (the model's BugYieldThenKeep).
 // On true our record is gone from F.lock and our slot lock dropped; the
 // caller closes r.f. err: the hand-off was made, but F.lock names another
 // inode for good, so what we handed over was not the lock (someone
 // replaced our record while we held it): reported as the reference
 // release reports it.
-func (l *locker) handoff(r *heldRecord) (bool, error) {
+func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 	if !l.cohort() || r.rec == nil || r.rec.OfdSlot == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	mb, done := l.mailbox(false)
 	if mb == nil {
-		return false, nil
+		return false, false, nil
 	}
 	defer done()
 	if mb.Waiting() > 0 && ticketNow()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
@@ -233,13 +237,13 @@ func (l *locker) handoff(r *heldRecord) (bool, error) {
 		// hold Go takers of the tombstone back for one of its backoff
 		// steps (SPEC §4.8.3 asks the same of sticky ownership).
 		mb.Yield(ticketNow() + int64(referenceYield))
-		return false, nil
+		return false, true, nil
 	}
 	var refused [wake.Seats]bool
 	for {
 		g := mb.Grant(func(i int) bool { return refused[i] })
 		if g == nil {
-			return false, nil
+			return false, false, nil
 		}
 		hook.Fire(hook.LockHandoffCheck, l.lockPath)
 		w, err := ParseRecord(g.Record())
@@ -262,16 +266,16 @@ func (l *locker) handoff(r *heldRecord) (bool, error) {
 			// own F.lock), and the release goes the reference way.
 			writeAll(r.f, l.lockPath, r.data, -1)
 			g.Cancel()
-			return false, nil
+			return false, false, nil
 		}
 		hook.Fire(hook.LockHandoffAfterPwrite, l.lockPath)
 		named := l.namesAgain(r.id)
 		sys.OFDUnlock(int(r.f.Fd()), slotBase+int64(r.rec.OfdSlot), 1)
 		g.Done()
 		if !named {
-			return true, fmt.Errorf("%w after the hand-off: %s names another record, or none", errRecordChanged, l.lockPath)
+			return true, false, fmt.Errorf("%w after the hand-off: %s names another record, or none", errRecordChanged, l.lockPath)
 		}
-		return true, nil
+		return true, false, nil
 	}
 }
 

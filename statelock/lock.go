@@ -333,7 +333,8 @@ func (h *Held) unlock(early, away bool) error {
 // (parkRecord) after the claim is given back, so waiters woken by its close
 // find the claim free; away: see parkRecord.
 func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
-	if done, err := l.handoff(r); done {
+	handed, yielded, err := l.handoff(r)
+	if handed {
 		// F.lock is the waiter's now (handoff.go); our descriptor holds
 		// nothing of it. Closed, not parked: the next lock of this
 		// process finds a live record there, not a tombstone to reuse.
@@ -341,7 +342,7 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 		return 1, err
 	}
 	once := false
-	switch l.stick(r) {
+	switch l.stick(r, yielded) {
 	case stickyKept:
 		return 1, nil // sticky.go: kept for this process's next Lock
 	case stickyClaim:

@@ -219,8 +219,10 @@ const (
 	stickyClaim                      // a claim directory: one reference attempt, then keep
 )
 
-// stick is the release's decision (after the hand-off found nobody).
-func (l *locker) stick(r *heldRecord) stickyOutcome {
+// stick is the release's decision (after the hand-off found nobody, or
+// yielded: then the release is the reference one, whose tombstone is what
+// the yield is for).
+func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	if !l.stickyOn() || r.rec == nil || r.rec.OfdSlot == 0 || r.kept {
 		return stickyNo
 	}
@@ -231,7 +233,7 @@ func (l *locker) stick(r *heldRecord) stickyOutcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.releasedAt = time.Now()
-	if !e.relocked || e.r != nil {
+	if yielded || !e.relocked || e.r != nil {
 		return stickyNo
 	}
 	if _, err := sys.Lstat(l.dir.Fd(), l.claim); err == nil {
@@ -337,7 +339,7 @@ func (e *stickyEntry) watch(key mailboxKey) {
 		e.l, e.r = nil, nil
 		e.mu.Unlock()
 		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, err := l.handoff(r); handed {
+		if handed, _, err := l.handoff(r); handed {
 			r.f.Close()
 			if err != nil {
 				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
@@ -425,7 +427,7 @@ func ReleaseKept() {
 			continue
 		}
 		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, err := l.handoff(r); handed {
+		if handed, _, err := l.handoff(r); handed {
 			r.f.Close()
 			if err != nil {
 				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))

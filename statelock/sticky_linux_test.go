@@ -510,3 +510,47 @@ func TestStickyReferencePollerGetsTombstone(t *testing.T) {
 		t.Fatal("no yield to the reference contender")
 	}
 }
+
+// A release whose hand-off yields to a polling reference contender (a Go
+// waiter is seated, the sidecar was rewritten since this process last
+// looked) leaves the tombstone: it never keeps F.lock instead. Keeping
+// would give the reference contender nothing from the yield (the model's
+// BugYieldThenKeep, found in the first version of sticky.go: the hand-off's
+// look at the sidecar consumed the change, so stick's own look saw none
+// and kept).
+func TestStickyNotAfterHandoffYield(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	stickyCycle(t, e) // kept: the sidecar's mtime is remembered
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workerCmd(context.Background(), "handoffwait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	startAndWaitLine(t, w, "waiting", 30*time.Second)
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// What a reference attempt does to the sidecar (see
+	// TestStickyReferencePollerGetsTombstone).
+	if err := os.WriteFile(e.sidecar, mustRead(t, e.sidecar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := countHook(t, hook.LockStickyKept)
+	granted := countHook(t, hook.LockHandoffBeforePwrite)
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r := recordAt(t, e); !r.Released || kept.Load() != 0 || granted.Load() != 0 {
+		t.Fatalf("after a yield: kept %d, granted %d, F.lock %s", kept.Load(), granted.Load(), mustRead(t, e.lock))
+	}
+	if err := w.Wait(); err != nil { // served once the yield is over
+		t.Fatal(err)
+	}
+}
