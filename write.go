@@ -716,6 +716,16 @@ func joinDir(path, name string) string {
 	return name
 }
 
+// joinShown is rel, a path beneath path with "/" separators (a Tree
+// entry's), appended to path for an error message or a residue list: with
+// the platform's separator on Windows, so that a user there can paste it.
+func joinShown(path, rel string) string {
+	if runtime.GOOS == "windows" {
+		return path + `\` + strings.ReplaceAll(rel, "/", `\`)
+	}
+	return path + "/" + rel
+}
+
 // PublishStaged moves the regular file at staged, a private name the
 // caller created and wrote itself, to name, and never replaces: it is
 // Publish for a file that must exist, complete, before it has its name (a
