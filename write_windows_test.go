@@ -43,7 +43,9 @@ func TestWindowsReplaceExpectedRefusesBeforeStaging(t *testing.T) {
 		call func(opts ...WriteOption) (Identity, error)
 	}{
 		{"path", func(o ...WriteOption) (Identity, error) { return ReplaceExpected(p, []byte("v2"), id, o...) }},
-		{"Dir", func(o ...WriteOption) (Identity, error) { return d.ReplaceExpected("state.json", []byte("v2"), id, o...) }},
+		{"Dir", func(o ...WriteOption) (Identity, error) {
+			return d.ReplaceExpected("state.json", []byte("v2"), id, o...)
+		}},
 		{"stale identity", func(o ...WriteOption) (Identity, error) { return ReplaceExpected(p, []byte("v2"), stale, o...) }},
 	} {
 		ran := false
