@@ -84,12 +84,12 @@ func captureTreeFD(op, path string, fd int) (*Tree, error) {
 func (t *Tree) add(op, path string, fd int, prefix string) error {
 	names, err := sys.ReadDirNames(fd)
 	if err != nil {
-		return wrap(op, path+"/"+prefix, err)
+		return wrap(op, joinShown(path, prefix), err)
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		rel := prefix + n
-		where := path + "/" + rel
+		where := joinShown(path, rel)
 		if !utf8.ValidString(n) {
 			return &Error{Op: op, Path: where, Code: CodeNotUTF8, Detail: fmt.Sprintf("the name %q is not valid UTF-8", n)}
 		}
@@ -312,7 +312,7 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 // removeEntry removes the entry e of the detached tree open as rootfd,
 // whose path is detached, after proving it is the snapshot's.
 func removeEntry(op, detached string, rootfd int, e TreeEntry, replay bool) error {
-	where := detached + "/" + e.Path
+	where := joinShown(detached, e.Path)
 	comps := strings.Split(e.Path, "/")
 	p, err := walk(op, where, handle{fd: rootfd}, comps[:len(comps)-1])
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -610,6 +612,11 @@ func (d *Dir) ReplaceExpected(name string, data []byte, want Identity, opts ...W
 func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOptions) (Identity, error) {
 	const op = "replace"
 	path := d.join(name)
+	if noExchange {
+		return Identity{}, &Error{Op: op, Path: path, Code: CodeAtomicUnavailable,
+			Detail: "Windows has no atomic exchange of two names, which ReplaceExpected needs to prove that what it replaced is the expected file; " +
+				"nothing was opened or written. Where the last writer may win, WriteFile replaces without that proof"}
+	}
 	p, base, err := resolve(op, d, name)
 	if err != nil {
 		return Identity{}, err
@@ -686,12 +693,37 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	return s.done(pending, o)
 }
 
+// noExchange is true where the system has no exchange of two names at all
+// (Windows: sys.Exchange is ENOSYS there, whatever the volume), so
+// ReplaceExpected refuses before it touches anything, instead of staging
+// and flushing a file only to learn that from the exchange. Where the
+// exchange depends on the filesystem (Linux, macOS), the exchange itself
+// answers.
+const noExchange = runtime.GOOS == "windows"
+
 // joinDir names the sibling name of path, for messages and residue lists.
+// On Windows, where a path may be written with either separator, it is
+// filepath's: the directory of path (cut at the last separator of either
+// kind) joined to name with backslashes, "C:/a/f" giving `C:\a\name`, as
+// Dir.join names paths there. Elsewhere path keeps its bytes.
 func joinDir(path, name string) string {
+	if runtime.GOOS == "windows" {
+		return filepath.Join(filepath.Dir(path), name)
+	}
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
 		return path[:i+1] + name
 	}
 	return name
+}
+
+// joinShown is rel, a path beneath path with "/" separators (a Tree
+// entry's), appended to path for an error message or a residue list: with
+// the platform's separator on Windows, so that a user there can paste it.
+func joinShown(path, rel string) string {
+	if runtime.GOOS == "windows" {
+		return path + `\` + strings.ReplaceAll(rel, "/", `\`)
+	}
+	return path + "/" + rel
 }
 
 // PublishStaged moves the regular file at staged, a private name the

@@ -92,12 +92,17 @@ func (l *lease) checkLocked() error {
 	if !id.SameInode(l.inode) {
 		return l.lostErr(fmt.Sprintf("the lock path names another file (inode %d, ours %d)", id.Ino, l.inode.Ino), nil)
 	}
-	if perm := id.Mode.Perm(); perm != 0o600 {
-		// Someone changed the mode of our owner-only lock file while we
-		// held it: the record is no longer private, and whoever did it can
-		// do more. Nothing more is written into it, not even "released".
-		return l.lostErr(fmt.Sprintf("the lock file's mode is %04o, not 0600", perm),
-			&Error{Op: "assert", Path: l.path, Code: CodeModeMismatch,
+	if ok, why := ownerOnlyRecord(id.Mode, l.ownFile); !ok {
+		// Someone changed the mode (on Windows: the DACL) of our
+		// owner-only lock file while we held it: the record is no longer
+		// private, and whoever did it can do more. Nothing more is written
+		// into it, not even "released".
+		detail := fmt.Sprintf("the lock file's mode is %04o, not 0600", id.Mode.Perm())
+		if why != nil {
+			detail = "the lock file is no longer proved owner-only"
+		}
+		return l.lostErr(detail,
+			&Error{Op: "assert", Path: l.path, Code: CodeModeMismatch, Err: why,
 				Detail: "the lock file was made accessible to others while the lease was held; find out who changed it, then remove it once no process uses it"})
 	}
 	if l.written == nil || !bytes.Equal(data, l.written) {
@@ -108,6 +113,10 @@ func (l *lease) checkLocked() error {
 	}
 	return nil
 }
+
+// ownFile hands ownerOnlyRecord the lease's own descriptor (proved, just
+// before, to be the file at the lock path); it is not closed there.
+func (l *lease) ownFile() (*os.File, func(), error) { return l.f, func() {}, nil }
 
 func (l *lease) lostErr(detail string, cause error) error {
 	return &Error{Op: "assert", Path: l.path, Code: CodeLeaseLost, Detail: "lease lost: " + detail, Err: cause}

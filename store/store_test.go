@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -475,5 +476,28 @@ func TestFenceLostDuringReplace(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReplaceExpectedRefusesFileNotOwnerOnly: a file whose mode another
+// process widened is not replaced (its successor would inherit the mode):
+// mode_mismatch naming the mode found, and the file is left as it was.
+// It pins the Unix side of ownerOnlyRecord, whose Windows side reads the
+// DACL instead (TestWindowsOwnerOnlyRecordIsTheDACL).
+func TestReplaceExpectedRefusesFileNotOwnerOnly(t *testing.T) {
+	s := newStore(t)
+	id, err := s.Publish("f", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(s.Path(), "f")
+	chmod(t, p, 0o644)
+	_, err = s.ReplaceExpected("f", []byte("v2"), id)
+	wantCode(t, err, CodeModeMismatch)
+	if want := "the file is mode -rw-r--r--, not owner-only 0600; its successor would inherit that"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("ReplaceExpected: %v, want it to say %q", err, want)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "v1" || mode(t, p) != 0o644 {
+		t.Fatalf("the file changed: %q, %v, mode %v", b, err, mode(t, p))
 	}
 }

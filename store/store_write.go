@@ -232,8 +232,21 @@ func (s *Store) ReplaceExpectedContext(ctx context.Context, rel string, data []b
 			Detail: "not the expected file (another writer changed it); nothing was replaced"}
 	}
 	// The successor keeps the predecessor's mode: refuse before the commit
-	// rather than publish a file that is not owner-only.
-	if have.Mode.Perm() != 0o600 {
+	// rather than publish a file that is not owner-only. (On Windows
+	// owner-only is the file's DACL, read through a no-follow open at the
+	// name; exactfs proves again, on its own capture, that the file it
+	// replaces is have.)
+	if ok, why := ownerOnlyRecord(have.Mode, func() (*os.File, func(), error) {
+		f, err := d.OpenFile(base, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}); !ok {
+		if why != nil {
+			return exactfs.Identity{}, &Error{Op: op, Path: s.join(rel), Code: CodeModeMismatch, Err: why,
+				Detail: "the file is not proved owner-only; its successor would inherit its security: make it owner-only (ApplyOwnerOnlyPath) or write it anew"}
+		}
 		return exactfs.Identity{}, newErr(op, s.join(rel), CodeModeMismatch,
 			"the file is mode "+have.Mode.Perm().String()+", not owner-only 0600; its successor would inherit that", nil)
 	}

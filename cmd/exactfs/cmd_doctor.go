@@ -28,7 +28,10 @@ afterwards:
   OFD locks                F_OFD_SETLK seen by a second description (Linux)
   filesystem type          from statfs
 
-and say what each answer means for exactfs. Then print this host's identity,
+and say what each answer means for exactfs. On Windows it reports the
+volume's file system (NTFS or ReFS, or FAT/exFAT, which keep no ACLs), and
+probes whether an owner-only DACL is kept and whether LockFileEx refuses a
+second handle, and whether Windows support is enabled yet. Then print this host's identity,
 the id that owner records carry so that a lock's holder can be recognized as
 local (derived from the machine id and the installation secret under the
 config root, as the TypeScript peers derive it).
@@ -53,6 +56,9 @@ func runDoctor(e *env, opts any, args []string) error {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
+	}
+	if platformDoctor != nil {
+		return platformDoctor(e, o, dir)
 	}
 	// Prove DIR is a directory reached without a symlink before probing in it.
 	d, err := exactfs.OpenDir(dir)
@@ -87,6 +93,10 @@ func runDoctor(e *env, opts any, args []string) error {
 	writeHostIdentity(w, o.configRoot)
 	return nil
 }
+
+// platformDoctor, when a platform sets it (Windows: doctor_windows.go),
+// replaces the probes below, which are Unix's.
+var platformDoctor func(e *env, o *doctorOptions, dir string) error
 
 // meanings turns probe results into consequences for a user of exactfs.
 func meanings(r *exactfs.ProbeReport) []string {

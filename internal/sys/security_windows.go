@@ -221,6 +221,10 @@ func MakeOwnerOnly(fd int, dir bool) error {
 	if !ready {
 		return ErrUnsupported
 	}
+	return makeOwnerOnly(fd, dir)
+}
+
+func makeOwnerOnly(fd int, dir bool) error {
 	var options uint32 = windows.FILE_NON_DIRECTORY_FILE
 	if dir {
 		options = windows.FILE_DIRECTORY_FILE
