@@ -74,6 +74,7 @@ type run struct {
 	config     string
 	mu         sync.Mutex
 	incs       []*incarnation
+	rng        *rand.Rand // the kills' choices (EXACTFS_CHAOS_SEED)
 	running    map[*incarnation]bool
 	failures   []string
 	kills      [2]int // Go, TypeScript
@@ -102,7 +103,8 @@ func TestMixedChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test skipped in -short mode")
 	}
-	r := &run{t: t, dir: t.TempDir(), running: map[*incarnation]bool{}}
+	seed := chaosSeed(t)
+	r := &run{t: t, dir: t.TempDir(), running: map[*incarnation]bool{}, rng: rand.New(rand.NewPCG(seed, seed))}
 	r.state = filepath.Join(r.dir, "state.json")
 	r.config = filepath.Join(r.dir, "config")
 	if _, err := liveness.LoadHostIdentity(r.config); err != nil {
@@ -138,6 +140,15 @@ func TestMixedChaos(t *testing.T) {
 				st.State, st.Detail, st.Claim.Present, st.Claim.Crashed, st.Claim.Why, st.Claim.SidecarVerdict, st.Residue)
 		} else {
 			t.Logf("inspect: %v", err)
+		}
+		// The records' own bytes: a torn or empty one says who was killed
+		// where (exactfs publishes records whole off Linux; the reference
+		// creates them in place).
+		for _, n := range []string{".lock", ".lock.transition.owner"} {
+			if b, err := os.ReadFile(r.state + n); err == nil {
+				fi, _ := os.Stat(r.state + n)
+				t.Logf("%s: %d bytes, modified %s: %q", filepath.Base(r.state+n), len(b), fi.ModTime().Format(time.RFC3339Nano), b)
+			}
 		}
 		// A worker that failed (a wait budget run out, say) is a failure of
 		// the run, but the history must still be safe: check it, with the
@@ -242,15 +253,15 @@ func (r *run) chaos(done chan struct{}) {
 		select {
 		case <-done:
 			return
-		case <-time.After(time.Duration(rand.IntN(2*killEveryMs)) * time.Millisecond):
+		case <-time.After(time.Duration(r.rng.IntN(2*killEveryMs)) * time.Millisecond):
 		}
-		side := rand.IntN(2) == 1 // true: a TypeScript worker, else a Go one
+		side := r.rng.IntN(2) == 1 // true: a TypeScript worker, else a Go one
 		// Half the time, the one inside its critical section (wherever that
 		// is by the time the signal lands: the transform, the durable
 		// write, the release). TypeScript workers get the lock rarely
 		// while Go ones contend, so for them wait up to tsHoldWait for one
 		// to enter.
-		wantHolding := rand.IntN(2) == 0
+		wantHolding := r.rng.IntN(2) == 0
 		deadline := time.Now().Add(tsHoldWait)
 		for {
 			r.mu.Lock()
@@ -259,9 +270,9 @@ func (r *run) chaos(done chan struct{}) {
 			var victim *incarnation
 			switch {
 			case wantHolding && len(holding) > 0:
-				victim = holding[rand.IntN(len(holding))]
+				victim = holding[r.rng.IntN(len(holding))]
 			case !waiting && len(cands) > 0:
-				victim = cands[rand.IntN(len(cands))]
+				victim = cands[r.rng.IntN(len(cands))]
 			}
 			if victim != nil {
 				victim.killed = true
@@ -537,6 +548,35 @@ func (r *run) check(end int64) int {
 }
 
 // envScale reads EXACTFS_CHAOS_SCALE: a positive integer, 1 when unset.
+// chaosSeed is the seed of a run's random choices: EXACTFS_CHAOS_SEED, or
+// one drawn at random. It is logged, so that a failing run's choices (not
+// the scheduling of its processes, which no seed fixes) can be replayed.
+func chaosSeed(t *testing.T) uint64 {
+	seed := rand.Uint64()
+	if v := os.Getenv("EXACTFS_CHAOS_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("EXACTFS_CHAOS_SEED=%q: want an unsigned integer", v)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (EXACTFS_CHAOS_SEED=%d replays the random choices)", seed, seed)
+	return seed
+}
+
+// envRuns is the number of demo runs: EXACTFS_CHAOS_RUNS, default 3.
+func envRuns() int {
+	v := os.Getenv("EXACTFS_CHAOS_RUNS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		panic(fmt.Sprintf("EXACTFS_CHAOS_RUNS=%q: want a positive integer", v))
+	}
+	return n
+}
+
 func envScale() int {
 	v := os.Getenv("EXACTFS_CHAOS_SCALE")
 	if v == "" {

@@ -190,7 +190,10 @@ func TestTimeoutNoneWaitsPastDefault(t *testing.T) {
 }
 
 // TestSystemSymlinkPrefix: /var/lock, where the system made it a root-owned
-// symlink (Debian, Ubuntu), is usable; the lock lands in the target.
+// symlink (Debian, Ubuntu), is usable; the lock lands in the target, and
+// EXACTFS_LOCK_PATH, which is for programs, names it there (resolved: one
+// spelling however STATEFILE was given; lockEnv). What lock and update
+// print for a person shows the path as given (TestLockUpdateMessagesShowPathAsGiven).
 func TestSystemSymlinkPrefix(t *testing.T) {
 	fi, err := os.Lstat("/var/lock")
 	if err != nil || fi.Mode()&os.ModeSymlink == 0 {

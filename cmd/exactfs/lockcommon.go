@@ -279,12 +279,17 @@ func childStatus(cmd *exec.Cmd, waitErr error) int {
 // lockEnv is what the command learns about the lock it runs under: the owner
 // record's path and the acquisition's token, which state written under the
 // lock can carry as a fencing token. The path is absolute: CMD may change
-// its directory before it looks.
+// its directory before it looks. It is also resolved (exactfs.SystemPath):
+// it is for programs, not people, and the resolved spelling is the one
+// path of the record however STATEFILE was spelled (/var/lock/x or
+// /run/lock/x on Debian, /var/… or /private/var/… on macOS), which a
+// program can compare, and open with a walk that follows no symlink at all.
 func lockEnv(h *statelock.Held) []string {
 	p := h.LockPath()
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
 	}
+	p = exactfs.SystemPath(p)
 	return []string{"EXACTFS_LOCK_PATH=" + p, "EXACTFS_LOCK_TOKEN=" + h.Token()}
 }
 
@@ -313,11 +318,12 @@ func (m missingDirError) Error() string {
 func (m missingDirError) Unwrap() error { return m.err }
 
 // prepareStateFile is what a lock command does with STATEFILE before the
-// library sees it: a trusted system symlink on its path is resolved
-// (exactfs.SystemPath), and a missing directory is refused unless mkdir is set.
+// library sees it: a missing directory is refused unless mkdir is set. The
+// path is passed on as given: the library walks a trusted system symlink
+// at its start itself (exactfs.SystemPath), and every message of lock and
+// update then names the path as the user spelled it (syslinks.go).
 func prepareStateFile(stateFile string, mkdir bool) (string, error) {
-	p := exactfs.SystemPath(stateFile)
-	return p, checkStateDir(p, mkdir)
+	return stateFile, checkStateDir(stateFile, mkdir)
 }
 
 // checkStateDir refuses a state file whose directory is missing, unless
