@@ -116,7 +116,10 @@ func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []by
 	if err := fault(hook.LockOwnerRecordWrite, l.path(name)); err != nil {
 		return rec, data, err
 	}
-	_, err = f.WriteAt(data, 0)
+	// f is empty: this write makes it longer, and so is fsynced at once
+	// (writeGrowing), so that a power cut leaves no empty record the
+	// reference could never reclaim, but within the write itself.
+	err = writeGrowing(f, l.path(name), data, 0)
 	return rec, data, err
 }
 

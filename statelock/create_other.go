@@ -80,3 +80,21 @@ func (l *locker) createFallback(name string, rec *Record) (*heldRecord, error) {
 	}
 	return &heldRecord{name: name, f: f, id: id, data: data, rec: written}, nil
 }
+
+// quarantineOrigin says where a record under a lock quarantine name comes
+// from, for Recover. Here createFallback stages our new records under such
+// a name, so a creator killed before publishing leaves one too: empty (killed
+// before the write) or an unreleased exactfs record (one with boot_id).
+// A tombstone, or a record without boot_id (the reference's), was never
+// staged by us: only an exact unlink detaches those.
+func quarantineOrigin(data []byte) string {
+	const detached = "owner record detached by an interrupted exact unlink"
+	if len(data) == 0 {
+		return "empty owner record staged by a creator that died before writing and publishing it (or one an interrupted exact unlink detached)"
+	}
+	rec, err := ParseRecord(data)
+	if err != nil || rec.Released || rec.BootID == "" {
+		return detached
+	}
+	return "owner record staged by a creator that died before publishing it (or one an interrupted exact unlink detached)"
+}

@@ -261,7 +261,7 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 			continue
 		}
 		hook.Fire(hook.LockHandoffBeforePwrite, l.lockPath)
-		if _, err := r.f.WriteAt(padTo(g.Record(), int64(len(r.data))), 0); err != nil {
+		if err := writeGrowing(r.f, l.lockPath, padTo(g.Record(), int64(len(r.data))), int64(len(r.data))); err != nil {
 			// Nothing or part of it landed: our bytes go back (we still
 			// own F.lock), and the release goes the reference way.
 			writeAll(r.f, l.lockPath, r.data, -1)

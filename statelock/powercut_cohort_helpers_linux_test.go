@@ -31,6 +31,14 @@ func init() {
 		err = powerCutWriter()
 	case "reader":
 		err = powerCutReader()
+	case "once":
+		// One Update, in a process of its own (TestPowerCutCohort's first
+		// one and Go's take after each cut): the test process outlives
+		// the cuts, so its record must never be among the bytes a cut can
+		// bring back in F.lock (powerCutTakeAfter).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = Update(ctx, os.Getenv("STATELOCK_STATE"), incrementCounter, WithConfigRoot(os.Getenv("STATELOCK_CONFIG")), WithWait(30*time.Second))
 	default:
 		err = fmt.Errorf("unknown power-cut worker mode %q", mode)
 	}

@@ -268,11 +268,13 @@ func residueEvidence(kind string, c liveness.Captured) string {
 		return fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
 	case "quarantine":
 		// A quarantined record was detached from F.lock by an exact unlink
-		// that did not finish; nobody holds a lock through this name.
+		// that did not finish, or (off Linux) staged by a creator that died
+		// before publishing it (create_other.go); nobody holds a lock
+		// through this name either way.
 		if _, err := ParseRecord(data); err != nil && len(data) != 0 {
 			return ""
 		}
-		return fmt.Sprintf("owner record detached by an interrupted exact unlink, %s old", roundDur(age(id)))
+		return fmt.Sprintf("%s, %s old", quarantineOrigin(data), roundDur(age(id)))
 	case "staging":
 		// An owner record staged for publishing whose creator died before
 		// the rename: no kernel lock is held on it any more. Where the

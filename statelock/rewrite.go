@@ -141,11 +141,40 @@ func writeAll(f *os.File, path string, data []byte, size int64) ([]byte, error) 
 		size = fi.Size()
 	}
 	written := padTo(data, size)
-	if _, err := f.WriteAt(written, 0); err != nil {
+	if err := writeGrowing(f, path, written, size); err != nil {
 		return nil, err
 	}
 	hook.Fire(hook.LockRewriteBeforeTruncate, path)
 	return written, nil
+}
+
+// writeGrowing writes buf at offset 0 of f, a record file (F.lock or the
+// claim sidecar, named path) of size bytes before the write, and when the write makes
+// f longer, fsyncs f before it returns, so before anyone relies on it.
+//
+// Why: a write that extends a file within a block it already has is
+// journaled by ext4 as the new size at the next commit (every 5 s), while
+// the bytes wait for writeback (30 s). A power cut in between leaves the
+// old bytes followed by zero bytes (a tombstone and NULs; after a creation,
+// an empty file), which the reference cannot parse and never reclaims: its
+// processes would wait for good until an exactfs one came by. The fsync
+// shrinks that window from tens of seconds to the write and the fsync
+// themselves. A record file keeps the size of the longest record ever
+// written into it (writeAll's padding), so in steady state no write grows
+// it and this costs nothing per cycle; it is paid at a record's creation
+// and when a longer record than any before moves in.
+func writeGrowing(f *os.File, path string, buf []byte, size int64) error {
+	if _, err := f.WriteAt(buf, 0); err != nil {
+		return err
+	}
+	if int64(len(buf)) <= size {
+		return nil
+	}
+	hook.Fire(hook.LockRecordGrowSync, path)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("making the growth of %s durable (fsync after a write that made it longer): %w", path, err)
+	}
+	return nil
 }
 
 // padTo returns data followed by spaces up to size bytes.

@@ -124,6 +124,12 @@ const (
 	// LockClaimTaken fires when the claim directory was just taken (made,
 	// or a spare renamed onto the name), before its sidecar is written.
 	LockClaimTaken = "statelock.claim-taken"
+	// LockRecordGrowSync fires when a write at offset 0 has just made a
+	// record file (F.lock, the claim sidecar, a staged record) longer, and
+	// before its fsync: the one window in which a power cut can leave the
+	// old bytes followed by zero bytes. Never in the steady state, where
+	// records keep the size of the longest one written.
+	LockRecordGrowSync = "statelock.record-grow-sync"
 	// LockClaimSidecarSync fires at a claim's release when our record was
 	// written into the sidecar (not the steady state, where the sidecar
 	// stays a tombstone): its tombstone is written and not yet fsynced,
