@@ -318,9 +318,13 @@ func writeLeft(w io.Writer, st *statusJSON, minAge time.Duration) {
 		if r.Kind != "staging" || plannedPath(st, p) {
 			continue
 		}
+		c := stagingToReap(dir, []residueJSON{r}, minAge)
 		switch {
-		case len(stagingToReap(dir, []residueJSON{r}, minAge)) == 0:
+		case len(c) == 0:
 			fmt.Fprintf(w, "leave %s: changed less than --min-age %s ago, or not a regular file with a single link\n", r.Name, minAge)
+		case c[0].unknown != "":
+			fmt.Fprintf(w, "leave %s: %s, and the reaper removes only what the kernel proves unopened\n", r.Name, c[0].unknown)
+			fmt.Fprintf(w, "  if you know its writer is gone, remove exactly this file with:\n    exactfs rm --expect %s %s\n", c[0].id, p)
 		default:
 			err := reaperRefuses(dir)
 			fmt.Fprintf(w, "leave %s: the reaper runs only in an owner-only (0700) directory: %v\n", r.Name, err)

@@ -216,6 +216,9 @@ func recoverPlan(stateFile string, st *statusJSON, lib []statelock.Action, minAg
 		return plan
 	}
 	for _, c := range stagingToReap(dir, st.Residue, minAge) {
+		if c.unknown != "" {
+			continue // the reaper would keep it at every run: left for a person (writeLeft)
+		}
 		plan = append(plan, planStep{Kind: stepReap, Path: c.path, Evidence: fmt.Sprintf(
 			"staging file of an interrupted write, %d bytes, last changed %s ago; removed only if no process has it open",
 			c.id.Size, roundAge(c.age))})
@@ -228,6 +231,12 @@ type stagingCandidate struct {
 	path string
 	id   exactfs.Identity
 	age  time.Duration
+	// unknown says why the kernel cannot tell here whether a process has
+	// the file open (no lease probe: macOS, the BSDs, a network
+	// filesystem), "" when it can. The reaper removes only what it proves
+	// unopened, so such a file is never planned: a plan it cannot carry
+	// out would make every run exit 75 and advise a retry that cannot help.
+	unknown string
 }
 
 // stagingToReap returns the staging residue the reaper would consider: a
@@ -247,10 +256,33 @@ func stagingToReap(dir string, residue []residueJSON, minAge time.Duration) []st
 		}
 		age := time.Since(time.Unix(0, max(id.MtimeNs, id.CtimeNs)))
 		if age >= minAge {
-			out = append(out, stagingCandidate{path: p, id: id, age: age})
+			out = append(out, stagingCandidate{path: p, id: id, age: age, unknown: writerUnknown(p, id)})
 		}
 	}
 	return out
+}
+
+// writerUnknown says why the kernel cannot tell whether a process has the
+// file at p (of identity id) open, or "" when it can (or p is no longer
+// that file: the reaper, which captures it again, decides then).
+func writerUnknown(p string, id exactfs.Identity) string {
+	d, err := exactfs.OpenDir(filepath.Dir(p))
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
+	f, err := d.OpenFile(filepath.Base(p), os.O_RDONLY, 0) // no link followed
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if cur, err := exactfs.StatFile(f); err != nil || !cur.SameInode(id) {
+		return ""
+	}
+	if a, why := exactfs.ProbeWriter(f); a == exactfs.AnswerUnknown {
+		return why
+	}
+	return ""
 }
 
 // reaperRefuses says why the store reaper cannot run in dir (it runs only

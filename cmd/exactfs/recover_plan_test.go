@@ -294,3 +294,34 @@ func leaseProofAvailable(t *testing.T) bool {
 	defer f.Close()
 	return setLease(f) == nil
 }
+
+// TestRecoverPlansNoReapItCannotDo: a staging file past --min-age is
+// planned for the reaper only where the kernel can say whether a process
+// has it open. Where it cannot (no lease probe: macOS, the BSDs, the
+// portable build) the reaper keeps it at every run, so planning it made
+// recover exit 75 with "retry", advice no retry can satisfy: it is left
+// for a person, with the exact removal to run if its writer is known gone,
+// and recover exits 0. Where the kernel can tell, the lock's sweep removes
+// it (it is the state file's own residue).
+func TestRecoverPlansNoReapItCannotDo(t *testing.T) {
+	_, tells := kernelTells(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	name := ".s." + testUUID + ".replacement"
+	p := filepath.Join(dir, name)
+	os.WriteFile(p, []byte("half"), 0o600)
+	dry := runIn(t, dir, quick, "", "recover", "--dry-run", "--min-age", "1ns", "s")
+	expectCode(t, dry, 0, "recover --dry-run")
+	r := runIn(t, dir, quick, "", "recover", "--min-age", "1ns", "s")
+	expectCode(t, r, 0, "recover")
+	_, err := os.Lstat(p)
+	if tells {
+		if err == nil {
+			t.Fatalf("the staging file the kernel proves unopened was left:\n%s", r.stdout)
+		}
+		return
+	}
+	if err != nil || strings.Contains(dry.stdout, "would reap") || !strings.Contains(r.stdout, "exactfs rm --expect ") {
+		t.Fatalf("kernel cannot tell: present %v (want kept), dry run:\n%s\nrun:\n%s", err == nil, dry.stdout, r.stdout)
+	}
+}
