@@ -140,8 +140,12 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	mailboxes.Lock()
 	defer mailboxes.Unlock()
 	if e := mailboxes.m[key]; e != nil {
-		if id, ok := fi.Sys().(exactfs.Identity); err == nil && ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
-			return e.mb, e.take()
+		// fi is nil when the name is gone (err set): the mapped entry is
+		// then stale, as it is when the name is another inode now.
+		if err == nil {
+			if id, ok := fi.Sys().(exactfs.Identity); ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
+				return e.mb, e.take()
+			}
 		}
 		e.stale = true
 		delete(mailboxes.m, key)

@@ -1,4 +1,4 @@
-//go:build !linux || exactfs_portable
+//go:build (!linux || exactfs_portable) && !windows
 
 package statelock
 
