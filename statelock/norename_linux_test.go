@@ -24,6 +24,10 @@ import (
 // 40).
 func TestLockWithoutRenameFlags(t *testing.T) {
 	mnt := testfs.BindfsNoRenameFlags(t)
+	// Cleanups run last-registered first: the descriptors this process
+	// parked on the mount (park.go) are closed before testfs unmounts it,
+	// or the unmount finds it busy whenever the test outruns parkIdle.
+	t.Cleanup(closeParked)
 	config := filepath.Join(t.TempDir(), "config")
 
 	t.Run("lock cycle and Update", func(t *testing.T) {
