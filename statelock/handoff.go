@@ -140,8 +140,12 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	mailboxes.Lock()
 	defer mailboxes.Unlock()
 	if e := mailboxes.m[key]; e != nil {
-		if id, ok := fi.Sys().(exactfs.Identity); err == nil && ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
-			return e.mb, e.take()
+		// err != nil (the mailbox file is gone, and we may make it anew):
+		// fi is nil, and the mapped entry is stale.
+		if err == nil {
+			if id, ok := fi.Sys().(exactfs.Identity); ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
+				return e.mb, e.take()
+			}
 		}
 		e.stale = true
 		delete(mailboxes.m, key)
