@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/exactfs/exactfs/internal/sys"
 )
@@ -150,7 +149,10 @@ func (e *classError) has(c Code) bool {
 // An Error without an Op carries a whole sentence in Detail (statelock's
 // lock failures: "state.json.lock is locked: held by pid 4242 on this host
 // (alive) since 12s"): its message is that sentence, its code, then its
-// cause.
+// cause. A cause whose message is empty adds nothing to either form: a
+// package's cause type that only carries fields its sentence already said
+// (statelock's *WaitError: holder, attempts, time waited) prints as the
+// error it wraps, and as nothing when it wraps none.
 type Error struct {
 	Op     string // the operation, e.g. "unlink", "capture", "publish"
 	Path   string // the path the operation was given
@@ -166,13 +168,6 @@ type Error struct {
 	// filesystem (a lease lost or a binding changed during the call): the
 	// change is made, the caller's authority to have made it is not.
 	Committed bool
-	// Holder, Attempts and Elapsed describe a wait that gave up, on the
-	// codes that mean someone else holds what was asked for (statelock's
-	// contention reasons): who holds it ("" if unknown), and how many
-	// attempts were made over how long. Zero on every other error.
-	Holder   string
-	Attempts int
-	Elapsed  time.Duration
 }
 
 func (e *Error) Error() string {
@@ -192,7 +187,7 @@ func (e *Error) Error() string {
 	if e.Committed {
 		b.WriteString("; the change was committed")
 	}
-	if e.Err != nil && !(e.Detail == "" && e.Err.Error() == describe(e.Code)) {
+	if e.Err != nil && e.Err.Error() != "" && !(e.Detail == "" && e.Err.Error() == describe(e.Code)) {
 		// EACCES reads "permission denied", as permission_denied is
 		// described: said once, not twice before the code says it again.
 		b.WriteString(": ")
@@ -215,7 +210,7 @@ func (e *Error) sentence() string {
 		s = e.Path + ": " + describe(e.Code)
 	}
 	s += " (" + string(e.Code) + ")"
-	if e.Err != nil {
+	if e.Err != nil && e.Err.Error() != "" {
 		s += ": " + e.Err.Error()
 	}
 	return s

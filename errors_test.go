@@ -57,3 +57,40 @@ func TestPermissionDeniedSaidOnce(t *testing.T) {
 		t.Errorf("with a detail: %q, want %q", got, want)
 	}
 }
+
+// quietCause is a cause type that only carries fields: its message is the
+// error it wraps, or empty (statelock's *WaitError is one).
+type quietCause struct{ err error }
+
+func (q *quietCause) Error() string {
+	if q.err == nil {
+		return ""
+	}
+	return q.err.Error()
+}
+
+func (q *quietCause) Unwrap() error { return q.err }
+
+// A cause whose message is empty adds nothing to the message, in either
+// form, and one that wraps an error prints as it; errors.As reaches it.
+func TestEmptyCauseAddsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		err  *Error
+		want string
+	}{
+		{&Error{Path: "/x/f.lock", Code: "held_here", Detail: "f.lock is locked", Err: &quietCause{}},
+			"f.lock is locked (held_here)"},
+		{&Error{Path: "/x/f.lock", Code: "held_here", Detail: "f.lock is locked", Err: &quietCause{errors.New("boom")}},
+			"f.lock is locked (held_here): boom"},
+		{&Error{Op: "open", Path: "/x/f", Code: CodeIOError, Err: &quietCause{}},
+			"open /x/f: the filesystem failed the operation (io_error)"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+		var q *quietCause
+		if !errors.As(tc.err, &q) {
+			t.Errorf("%q: the cause is not reachable", tc.err)
+		}
+	}
+}

@@ -203,7 +203,8 @@
 // exactfs.CodeOf(err) and errors.Is(err, exactfs.Sentinel(reason)) report
 // it, and a code of its cause never answers errors.Is (a
 // lock_initialization_failed caused by a missing directory is not
-// fs.ErrNotExist); errors.As reaches the cause.
+// fs.ErrNotExist); errors.As reaches the cause: a *WaitError (who holds
+// the lock, how many attempts over how long) wrapping the failure's own.
 //
 // A change made by another process between two of our steps is contention,
 // never an error: a record or sidecar rewritten while we read it

@@ -53,43 +53,80 @@ var contentionReasons = []Reason{ReasonAcquireTimeout, ReasonTransitionClaimTime
 
 // LockError describes a failure to acquire, judge or release a state-file
 // lock. It is the one exactfs error type: Path is the F.lock path, Code the
-// reason in the protocol's vocabulary, Attempts and Elapsed what the
-// acquisition (or release) tried before giving up, Holder who holds the
-// lock for contention reasons ("" if unknown), and Err the cause, if any
-// (an *exactfs.Error, an *fs.PathError, a context error).
+// reason in the protocol's vocabulary, Detail the sentence a person reads,
+// and Err the cause: a *WaitError, which says who holds the lock and what
+// the acquisition (or release) tried before it gave up, wrapping the
+// failure's own cause, if any (an *exactfs.Error, an *fs.PathError, a
+// context error).
 //
 // As for every exactfs error, the reason is the outcome: errors.Is matches
 // the reason's sentinel (exactfs.Sentinel(reason), and ErrLocked for the
 // contention reasons) and never a code of the cause (a missing directory
 // under lock_initialization_failed is not fs.ErrNotExist); errors.As
-// reaches the cause, and errors.Is its other errors (context.Canceled, an
-// errno).
+// reaches the *WaitError and the cause below it, and errors.Is the cause's
+// other errors (context.Canceled, an errno).
 type LockError = exactfs.Error
+
+// WaitError is the cause every *LockError of this package carries: who
+// holds the lock and how long the call tried to get it (or, for
+// lock_release_failed, to get the transition claim it releases under). It
+// is reached with errors.As; the outcome stays the LockError's Code:
+//
+//	var w *statelock.WaitError
+//	if errors.As(err, &w) && w.Holder != "" {
+//		log.Printf("held by %s; gave up after %d attempts over %s", w.Holder, w.Attempts, w.Elapsed)
+//	}
+//
+// Its fields live here, not on exactfs.Error, because only the lock
+// protocol waits for a holder (issue 19). The LockError's sentence already
+// says them, so its message is the wrapped error's, or empty when there is
+// none, and the LockError's message is unchanged by it.
+type WaitError struct {
+	// Holder describes who holds the lock, with the age of its record
+	// ("pid 4242 on this host (alive) since 12s"), for the contention
+	// reasons; "" when unknown or when no one was in the way.
+	Holder string
+	// Attempts is how many times the call tried, and Elapsed how long it
+	// tried, before it gave up; 0 when it failed before its first attempt
+	// (a lock that could not be set up, an inspection that failed).
+	Attempts int
+	Elapsed  time.Duration
+	// Err is the failure's own cause, or nil.
+	Err error
+}
+
+func (e *WaitError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *WaitError) Unwrap() error { return e.Err }
 
 // lockError makes the error of a lock failure, its message included:
 // statelock's errors are whole sentences ("state.json.lock is locked: held
 // by pid 4242 on this host (alive) since 12s"), so they carry no Op.
 func lockError(lockPath string, reason Reason, attempts int, elapsed time.Duration, holder string, err error) *LockError {
-	e := &LockError{Path: lockPath, Code: reason, Attempts: attempts, Elapsed: elapsed, Holder: holder, Err: err}
-	e.Detail = sentence(e)
-	return e
+	w := &WaitError{Holder: holder, Attempts: attempts, Elapsed: elapsed, Err: err}
+	return &LockError{Path: lockPath, Code: reason, Detail: sentence(lockPath, reason, w), Err: w}
 }
 
 // sentence says what failed, for a person; the code and the cause follow it.
-func sentence(e *LockError) string {
-	name := filepath.Base(e.Path)
+func sentence(lockPath string, reason Reason, w *WaitError) string {
+	name := filepath.Base(lockPath)
 	var b strings.Builder
-	switch e.Code {
+	switch reason {
 	case ReasonAcquireTimeout, ReasonTransitionClaimTimeout:
 		what := name
-		if e.Code == ReasonTransitionClaimTimeout {
+		if reason == ReasonTransitionClaimTimeout {
 			what = name + ".transition (the transition claim)"
 		}
 		verb := "timed out after %s waiting for %s (%d attempts)"
-		if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		if errors.Is(w.Err, context.Canceled) || errors.Is(w.Err, context.DeadlineExceeded) {
 			verb = "stopped waiting after %s for %s (%d attempts)"
 		}
-		fmt.Fprintf(&b, verb, roundDur(e.Elapsed), what, e.Attempts)
+		fmt.Fprintf(&b, verb, roundDur(w.Elapsed), what, w.Attempts)
 	case ReasonOwnerLive, ReasonOwnerRecordFresh, ReasonOwnerUnprovenanced, ReasonLegacyUnprovenanced:
 		fmt.Fprintf(&b, "%s is locked", name)
 	case ReasonUnsafePathType:
@@ -105,8 +142,8 @@ func sentence(e *LockError) string {
 	default:
 		fmt.Fprintf(&b, "%s: lock failure", name)
 	}
-	if e.Holder != "" {
-		fmt.Fprintf(&b, ": held by %s", e.Holder)
+	if w.Holder != "" {
+		fmt.Fprintf(&b, ": held by %s", w.Holder)
 	}
 	return b.String()
 }

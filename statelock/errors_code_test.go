@@ -82,3 +82,44 @@ func TestLockErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// Who held the lock and what the call tried are the *WaitError cause of
+// every lock failure (issue 19: exactfs.Error keeps only the fields every
+// package uses), reached with errors.As, with the values the sentence
+// reports; the outcome and the cause's own errors answer as before.
+func TestLockErrorWaitIsItsCause(t *testing.T) {
+	const path = "/x/state.json.lock"
+	const holder = "pid 42 on this host (alive) since 3s"
+	err := error(lockError(path, ReasonAcquireTimeout, 7, 1234*time.Millisecond, holder, context.DeadlineExceeded))
+	var w *WaitError
+	if !errors.As(err, &w) {
+		t.Fatalf("%v: no *WaitError cause", err)
+	}
+	if w.Holder != holder || w.Attempts != 7 || w.Elapsed != 1234*time.Millisecond || w.Err != context.DeadlineExceeded {
+		t.Fatalf("cause %+v, want holder %q, 7 attempts over 1.234s, the context's error", *w, holder)
+	}
+	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) || exactfs.CodeOf(err) != ReasonAcquireTimeout {
+		t.Fatalf("%v: the outcome or the context's error no longer answers", err)
+	}
+	const want = "stopped waiting after 1.2s for state.json.lock (7 attempts): held by " + holder + " (acquire_timeout): context deadline exceeded"
+	if err.Error() != want {
+		t.Fatalf("got  %q\nwant %q", err, want)
+	}
+
+	// A failure without a cause of its own still carries the cause, which
+	// adds nothing to the message.
+	none := error(lockError(path, ReasonInspectionFailed, 0, 0, "", nil))
+	if !errors.As(none, &w) || *w != (WaitError{}) || none.Error() != "cannot inspect state.json.lock (lock_inspection_failed)" {
+		t.Fatalf("%q: cause %+v", none, w)
+	}
+
+	// errors.As finds the outer failure's wait first, the inner one below it.
+	inner := lockError(path, ReasonOwnerLive, 1, 0, holder, nil)
+	outer := error(lockError(path, ReasonInspectionFailed, 0, 0, "", inner))
+	if !errors.As(outer, &w) || w.Holder != "" || w.Err != inner {
+		t.Fatalf("outer cause %+v", w)
+	}
+	if !errors.As(w.Err, &w) || w.Holder != holder || w.Attempts != 1 {
+		t.Fatalf("inner cause %+v", w)
+	}
+}

@@ -70,8 +70,8 @@ func ExampleLock() {
 
 	// Meanwhile, another caller finds it busy.
 	_, err = statelock.TryLock(stateFile, opts...)
-	var le *statelock.LockError
-	fmt.Println("busy:", errors.Is(err, statelock.ErrLocked), errors.As(err, &le) && le.Holder != "")
+	var w *statelock.WaitError // who holds it, and what the call tried
+	fmt.Println("busy:", errors.Is(err, statelock.ErrLocked), errors.As(err, &w) && w.Holder != "")
 
 	if err := held.Unlock(); err != nil {
 		log.Fatal(err) // someone else touched our lock record: loud, never silent

@@ -541,3 +541,35 @@ func TestYieldLookSurvivesIdleUnmap(t *testing.T) {
 		t.Fatal("a yield seen in a mailbox that is no longer mapped")
 	}
 }
+
+// TestMailboxRemadeAfterItsFileVanished: a process whose registry still
+// maps a mailbox whose file was removed (a directory emptied under a
+// running worker) makes a new one. It used to read the missing file's
+// FileInfo (nil) and died of a nil dereference (found by
+// TestGroupCommitProcessesLoseNoUpdate, about one run in six).
+func TestMailboxRemadeAfterItsFileVanished(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	mb, done := l.mailbox(true)
+	if mb == nil {
+		t.Fatal("no mailbox")
+	}
+	done()
+	name, _ := wake.Name(l.lockName)
+	if err := os.Remove(filepath.Join(filepath.Dir(e.state), name)); err != nil {
+		t.Fatal(err)
+	}
+	again, done2 := l.mailbox(true)
+	if again == nil {
+		t.Fatal("no new mailbox after the old one's file was removed")
+	}
+	done2()
+	if again == mb {
+		t.Fatal("the stale mailbox was handed out again")
+	}
+}

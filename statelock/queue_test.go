@@ -220,8 +220,16 @@ func TestTimeoutNamesHolderSeenThroughKernelLock(t *testing.T) {
 	if !errors.As(err, &le) || le.Code != ReasonAcquireTimeout {
 		t.Fatalf("got %v, want an acquire timeout", err)
 	}
+	var w *WaitError
+	if !errors.As(err, &w) {
+		t.Fatalf("timeout error %q carries no *WaitError", err)
+	}
 	want := fmt.Sprintf("held by pid %d on this host", os.Getpid())
-	if !strings.Contains(err.Error(), want) || !strings.Contains(le.Holder, " since ") {
-		t.Fatalf("timeout error %q (holder %q) does not say %q and since when", err, le.Holder, want)
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "held by "+w.Holder) || !strings.Contains(w.Holder, " since ") {
+		t.Fatalf("timeout error %q (holder %q) does not say %q and since when", err, w.Holder, want)
+	}
+	// The cause's counts are the ones the message reports.
+	if w.Attempts < 1 || w.Elapsed <= 0 || !strings.Contains(err.Error(), fmt.Sprintf("(%d attempts)", w.Attempts)) {
+		t.Fatalf("timeout error %q: cause says %d attempts over %s", err, w.Attempts, w.Elapsed)
 	}
 }

@@ -158,6 +158,16 @@ func lockFailed(err error) *statelock.LockError {
 	return nil
 }
 
+// lockHolder is who holds the lock, as the lock failure le's *WaitError
+// cause describes it, or "" (no failure, no cause, no holder named).
+func lockHolder(le *statelock.LockError) string {
+	var w *statelock.WaitError
+	if le == nil || !errors.As(le.Err, &w) {
+		return ""
+	}
+	return w.Holder
+}
+
 // isUnsafe reports a refusal because of what occupies a path: the codes
 // exactfs uses for a symlink, a non-regular file, a directory where a file
 // belongs, and a hard-linked file whose other name would keep its bytes.
@@ -174,17 +184,18 @@ func isUnsafe(code exactfs.Code) bool {
 func hintFor(err error, code int) string {
 	le := lockFailed(err)
 	isLock := le != nil
+	holder := lockHolder(le)
 	oc := outcome(err)
 	switch {
 	case isLock && (code == exitUnsafe || code == exitIO) && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) && othersRecord(innermostPath(err)) != "":
 		return othersRecord(innermostPath(err)) + ": " + sharedUIDAdvice
-	case code == exitBusy && isLock && strings.Contains(le.Holder, "only explicit recovery"):
+	case code == exitBusy && isLock && strings.Contains(holder, "only explicit recovery"):
 		return "waiting does not help: a crash left this transition claim, and no lock call removes it; " +
 			"run 'exactfs recover " + stateFileOf(le.Path) + "' (it checks that the claim is empty and unowned, then removes it)"
-	case code == exitBusy && isLock && strings.Contains(le.Holder, "empty legacy lock directory"):
+	case code == exitBusy && isLock && strings.Contains(holder, "empty legacy lock directory"):
 		return "an empty legacy lock directory has no owner: a lock call takes it over once it is 30s old; " +
 			"if you know nothing uses it, remove it now (rmdir " + le.Path + ")"
-	case code == exitBusy && isLock && (strings.Contains(le.Holder, " on host ") || strings.Contains(le.Holder, " on an unnamed host")):
+	case code == exitBusy && isLock && (strings.Contains(holder, " on host ") || strings.Contains(holder, " on an unnamed host")):
 		if x, ok := readRecordExtras(le.Path); ok && thisBoot(x.BootID) {
 			return "the record carries this machine's current boot id: it was probably written on this host under another config root " +
 				"(a --config-root, or a kept demo directory's config/); 'exactfs status " + stateFileOf(le.Path) + "' looks for that root, or pass it with --config-root DIR"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock"
@@ -48,5 +50,31 @@ func TestExitCodeFollowsTheOutcomeCode(t *testing.T) {
 	}
 	if h := hintFor(lock(statelock.ReasonOwnerLive, nil), exitBusy); h == "" || h == hintFor(coded(exactfs.CodeChangedDuringRead, nil), exitBusy) {
 		t.Errorf("contention gets the hint of a changed file: %q", h)
+	}
+}
+
+// The busy hint reads who holds the lock from the failure's
+// *statelock.WaitError cause (issue 19 moved Holder off exactfs.Error): a
+// crash-left transition claim points at 'exactfs recover', an empty legacy
+// directory at rmdir, a live holder at waiting; wrapped, the same.
+func TestBusyHintReadsTheHolderFromTheWaitCause(t *testing.T) {
+	const lockPath = "/x/s.lock"
+	busy := func(holder string) error {
+		return fmt.Errorf("lock: %w", &statelock.LockError{Path: lockPath, Code: statelock.ReasonTransitionClaimTimeout,
+			Err: &statelock.WaitError{Holder: holder, Attempts: 3, Elapsed: time.Second}})
+	}
+	for _, tc := range []struct{ holder, want string }{
+		{"a transition claim: no readable sidecar; only explicit recovery can remove this claim", "run 'exactfs recover /x/s'"},
+		{"an empty legacy lock directory", "rmdir /x/s.lock"},
+		{"pid 42 on this host (alive) since 3s", "retry later"},
+	} {
+		if h := hintFor(busy(tc.holder), exitBusy); !strings.Contains(h, tc.want) {
+			t.Errorf("holder %q: hint %q does not say %q", tc.holder, h, tc.want)
+		}
+	}
+	// A failure without the cause gets the plain busy hint.
+	plain := &statelock.LockError{Path: lockPath, Code: statelock.ReasonOwnerLive}
+	if h := hintFor(plain, exitBusy); !strings.Contains(h, "retry later") {
+		t.Errorf("no cause: hint %q", h)
 	}
 }
