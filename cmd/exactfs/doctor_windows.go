@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -18,16 +18,16 @@ const gateShut = "Windows support is not complete: the lock refuses. Until the l
 // runDoctorWindows is doctor on Windows: the Unix probes (rename flags,
 // POSIX ACLs, OFD locks, statfs) mean nothing here, so it reports the
 // volume's file system and flags, whether an owner-only DACL is kept and
-// whether LockFileEx refuses a second handle (sys.ProbeWindows, in a
+// whether LockFileEx refuses a second handle (exactfs.ProbeWindows, in a
 // private directory it removes), the machine GUID the host id derives
 // from, and the gate's state.
 func runDoctorWindows(e *env, o *doctorOptions, dir string) error {
 	w := e.stdout
 	fmt.Fprintf(w, "exactfs doctor: %s (%s/%s)\n\n", dir, runtime.GOOS, runtime.GOARCH)
-	if !sys.GateOpen() {
+	if !exactfs.WindowsReady() {
 		fmt.Fprintf(w, "%s\n\n", wrap(gateShut, 76, ""))
 	}
-	f, err := sys.ProbeWindows(dir)
+	f, err := exactfs.ProbeWindows(dir)
 	if err != nil {
 		return fmt.Errorf("doctor: %w", err)
 	}
@@ -69,7 +69,7 @@ func probeDetail(err error, ok string) string {
 }
 
 // windowsMeanings turns the facts into consequences for a user of exactfs.
-func windowsMeanings(f sys.WindowsFacts) []string {
+func windowsMeanings(f exactfs.WindowsFacts) []string {
 	var m []string
 	fs := strings.ToUpper(f.FSName)
 	switch {
