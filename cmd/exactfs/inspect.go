@@ -212,10 +212,11 @@ func recoverPlan(stateFile string, st *statusJSON, lib []statelock.Action, minAg
 			plan = append(plan, planStep{Kind: stepSweep, Path: filepath.Join(dir, r.Name), Evidence: r.Note})
 		}
 	}
-	if len(stagingToReap(dir, st.Residue, minAge)) == 0 || reaperRefuses(dir) != nil {
+	reap := stagingToReap(dir, st.Residue, minAge)
+	if len(reap) == 0 || reaperRefuses(dir) != nil {
 		return plan
 	}
-	for _, c := range stagingToReap(dir, st.Residue, minAge) {
+	for _, c := range reap {
 		if c.unknown != "" {
 			continue // the reaper would keep it at every run: left for a person (writeLeft)
 		}
