@@ -138,7 +138,7 @@ func meanings(r *exactfs.ProbeReport) []string {
 	case "overlay":
 		m = append(m, "overlay: these answers are for the upper layer; a file from a lower layer is copied up (new inode) the first time it is written.")
 	case "fuse":
-		m = append(m, "FUSE: behaviour depends on the daemon (bindfs, for example, rejects rename flags); trust the probes above, not the name.")
+		m = append(m, "FUSE: behaviour depends on the daemon (bindfs, for example, rejects rename flags); trust the probes above, not the name. The open-file probe and the waker see only what is done through this mount on this host, not changes the daemon's backing store gets another way.")
 	}
 	m = append(m, aclMeaning(r.ACL.Supported, runtime.GOOS))
 	return m
@@ -185,7 +185,7 @@ func kernelMeanings(r *exactfs.ProbeReport, k *exactfs.KernelReport, goos string
 		switch {
 		case k.Portable:
 		case goos == "linux":
-			s += " On Linux this means the filesystem refuses file leases (network and FUSE filesystems) or leases are switched off: `sysctl fs.leases-enable` must be 1; or keep the state on a local filesystem."
+			s += " On Linux this means the filesystem refuses file leases (network filesystems) or leases are switched off: `sysctl fs.leases-enable` must be 1; or keep the state on a local filesystem."
 		default:
 			s += " " + goos + " has no such probe: nothing to change."
 		}
