@@ -26,9 +26,16 @@ afterwards:
   hard links               link(2), the publish fallback
   POSIX ACLs               set, read back, clear (Linux)
   OFD locks                F_OFD_SETLK seen by a second description (Linux)
+  open-file probe          F_SETLEASE sees a writer and its close (Linux)
+  waiter wake-up           inotify (Linux) / kqueue EVFILT_VNODE (macOS)
+                           woken by a file created here, or a timed backoff
   filesystem type          from statfs
 
-and say what each answer means for exactfs. On Windows it reports the
+and say what each answer means for exactfs: how a crashed lock holder is
+judged (by the kernel, or by pid rules only), whether crash residue can be
+removed or must be kept because the kernel cannot tell whether a file is
+open, how a lock waiter sleeps, and what to do where one is degraded. On
+Windows it reports the
 volume's file system (NTFS or ReFS, or FAT/exFAT, which keep no ACLs), and
 probes whether an owner-only DACL is kept and whether LockFileEx refuses a
 second handle, and whether Windows support is enabled yet. Then print this host's identity,
@@ -66,6 +73,11 @@ func runDoctor(e *env, opts any, args []string) error {
 		return err
 	}
 	r, err := d.Probe()
+	if err != nil {
+		d.Close()
+		return err
+	}
+	k, err := d.ProbeKernel()
 	d.Close()
 	if err != nil {
 		return err
@@ -85,8 +97,10 @@ func runDoctor(e *env, opts any, args []string) error {
 	line("hard links", r.HardLink)
 	line("POSIX ACLs", r.ACL)
 	line("OFD locks", r.OFDLock)
+	line("open-file probe", k.OpenFiles)
+	line("waiter wake-up", exactfs.ProbeResult{Supported: k.Wake.Supported, Detail: k.Waker + ": " + k.Wake.Detail})
 	fmt.Fprintln(w, "\nWhat this means:")
-	for _, m := range meanings(r) {
+	for _, m := range append(meanings(r), kernelMeanings(r, k, runtime.GOOS)...) {
 		fmt.Fprintf(w, "  - %s\n", wrap(m, 74, "    "))
 	}
 	fmt.Fprintln(w)
@@ -124,15 +138,86 @@ func meanings(r *exactfs.ProbeReport) []string {
 	case "overlay":
 		m = append(m, "overlay: these answers are for the upper layer; a file from a lower layer is copied up (new inode) the first time it is written.")
 	case "fuse":
-		m = append(m, "FUSE: behaviour depends on the daemon (bindfs, for example, rejects rename flags); trust the probes above, not the name.")
-	}
-	if r.OFDLock.Supported {
-		m = append(m, "OFD locks: a dead Go lock holder is recognized at once by the kernel, with no pid-reuse ambiguity.")
-	} else {
-		m = append(m, "no OFD locks: a lock holder is judged by pid, start time and boot id only (still safe: unprovable means alive).")
+		m = append(m, "FUSE: behaviour depends on the daemon (bindfs, for example, rejects rename flags); trust the probes above, not the name. The open-file probe and the waker see only what is done through this mount on this host, not changes the daemon's backing store gets another way.")
 	}
 	m = append(m, aclMeaning(r.ACL.Supported, runtime.GOOS))
 	return m
+}
+
+// kernelMeanings says how a crashed holder is judged, what recover may
+// remove, and how a waiter sleeps, from the OFD probe, the lease probe
+// (ProbeKernel's OpenFiles) and the waker, each with what to do when it is
+// degraded. What it claims is what statelock and recover do with those
+// answers: a record is judged by the kernel only where OFD locks work
+// (statelock's kernelVerdict); where they do not, recover replaces "no
+// kernel lock on it" by the lease probe's "open for writing by no
+// process", and keeps what neither can prove (statelock.Recover); staging
+// residue is removed only when the lease probe proves it unopened (the
+// residue sweep, the store's reaper).
+func kernelMeanings(r *exactfs.ProbeReport, k *exactfs.KernelReport, goos string) []string {
+	var m []string
+	ofd, lease := r.OFDLock.Supported, k.OpenFiles.Supported
+	if ofd {
+		m = append(m, "crashed holders: a dead exactfs holder on this host is judged dead at once by the kernel (its OFD lock went with its last descriptor: kernel-attested ownership), with no pid-reuse ambiguity; TypeScript holders are judged by pid, start time and boot id. `exactfs recover` removes a crashed claim or malformed record only when the kernel reports no lock on it.")
+	} else {
+		s := "crashed holders: no OFD locks, so every holder is judged by pid, start time and boot id only (still safe: unprovable means alive; a dead holder whose pid was reused looks alive until that process ends, and then `exactfs recover` or its own release frees the lock)."
+		switch {
+		case k.Portable:
+		case goos == "linux":
+			s += " Kernel attestation needs a local filesystem that takes OFD locks (ext4, xfs, btrfs, tmpfs): keep the state there if you can."
+		default:
+			s += " " + goos + " has no OFD locks: nothing to change."
+		}
+		m = append(m, s)
+	}
+	if lease {
+		s := "crash residue: the kernel can tell whether a file is open here, so a crashed writer's staging files (F.tmp-…, .F.….staging) are proven abandoned and removed by the next holder's sweep or `exactfs recover`."
+		if !ofd {
+			s += " With no OFD locks, `exactfs recover` removes a crashed claim or malformed record only when no process has it open for writing."
+		}
+		m = append(m, s)
+	} else {
+		s := "crash residue: the kernel cannot tell whether a file is open here, so a crashed writer's staging files are kept, never removed on a guess: `exactfs status` and `exactfs recover` list them as kept (\"the kernel cannot tell whether it is open\"); remove one by hand only when you know no writer of it can still be running."
+		if !ofd {
+			s += " With no OFD locks either, `exactfs recover` also keeps crashed claims and malformed records (keep-claim, keep-lock) and prints the command that removes each by hand."
+		}
+		s += " Go waiters are not handed the lock directly (no mailbox); they take it the reference way."
+		switch {
+		case k.Portable:
+		case goos == "linux":
+			s += " On Linux this means the filesystem refuses file leases (network filesystems) or leases are switched off: `sysctl fs.leases-enable` must be 1; or keep the state on a local filesystem."
+		default:
+			s += " " + goos + " has no such probe: nothing to change."
+		}
+		m = append(m, s)
+	}
+	switch {
+	case k.Wake.Supported:
+		m = append(m, fmt.Sprintf("waiting: a lock waiter sleeps until the lock's record changes (%s wakes it at once when the holder lets go); every sleep is still capped at 100 ms, so a missed event costs at most that.", waker(k.Waker)))
+	case k.Waker != "timed backoff":
+		m = append(m, fmt.Sprintf("waiting: %s works, but saw no change made in this directory (a filesystem whose changes it does not see, such as a network or FUSE one): waiters here are woken by their timed backoff (5 ms doubling to 100 ms), at most 100 ms late; nothing to change.", waker(k.Waker)))
+	case k.Portable:
+		m = append(m, "waiting: no waker in this build: a lock waiter sleeps on a timed backoff (5 ms doubling to 100 ms between attempts) and notices a release at most 100 ms late.")
+	case goos == "linux":
+		m = append(m, "waiting: inotify is unavailable ("+k.Wake.Detail+"), so a lock waiter sleeps on a timed backoff (5 ms doubling to 100 ms between attempts) instead of being woken by the release: the lock still works, but a hand-off can be 100 ms late and every waiter wakes up to 10 times a second. EMFILE usually means this user's inotify instances are spent (fs.inotify.max_user_instances; inside a user namespace also /proc/sys/user/max_inotify_instances): find who holds them with `find /proc/*/fd -lname anon_inode:inotify 2>/dev/null | cut -d/ -f3 | sort | uniq -c`, or raise the limit: `sysctl -w fs.inotify.max_user_instances=1024` (and in /etc/sysctl.d/ to keep it); it can also mean this process is out of descriptors (`ulimit -n`).")
+	case goos == "darwin":
+		m = append(m, "waiting: kqueue is unavailable ("+k.Wake.Detail+"), so a lock waiter sleeps on a timed backoff (5 ms doubling to 100 ms between attempts) instead of being woken by the release: the lock still works, but a hand-off can be 100 ms late. This usually means the process is out of descriptors: raise `ulimit -n`.")
+	default:
+		m = append(m, "waiting: there is no waker on "+goos+", so a lock waiter sleeps on a timed backoff (5 ms doubling to 100 ms between attempts) and notices a release at most 100 ms late; nothing to change.")
+	}
+	if k.Portable {
+		m = append(m, "this binary was built with the exactfs_portable tag, which runs the fallbacks of systems without inotify, OFD locks and the lease probe even on Linux (a test build): use a normal build in production.")
+	}
+	return m
+}
+
+// waker names a waker the way the doctor's text uses it.
+func waker(name string) string {
+	switch name {
+	case "kqueue":
+		return "kqueue EVFILT_VNODE"
+	}
+	return name
 }
 
 // aclMeaning is what doctor says about who else can read a file: the probe

@@ -95,7 +95,7 @@ func runLock(e *env, opts any, args []string) error {
 		return lockFailure(err, f)
 	}
 
-	c := &child{argv: argv, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, env: lockEnv(held)}
+	c := &child{argv: argv, shell: f.shell != "", stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, env: lockEnv(held)}
 	run, err := relay.startChild(e, c)
 	status := 0
 	if err == nil {

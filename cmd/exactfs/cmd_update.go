@@ -97,7 +97,7 @@ func runUpdate(e *env, opts any, args []string) error {
 			return nil, err
 		}
 		var out bytes.Buffer
-		c := &child{argv: argv, stdin: bytes.NewReader(old), stdout: &out, stderr: e.stderr}
+		c := &child{argv: argv, shell: f.shell != "", stdin: bytes.NewReader(old), stdout: &out, stderr: e.stderr}
 		run, err := relay.startChild(e, c)
 		if err != nil {
 			return nil, err

@@ -22,6 +22,9 @@ const runAsCLIEnv = "EXACTFS_TEST_RUN_AS_CLI"
 // exactfs with "go build") is not compiled; this one runs the command
 // itself when runAsCLIEnv is set, and the tests otherwise.
 func TestMain(m *testing.M) {
+	if plantedCmd() {
+		os.Exit(99)
+	}
 	if os.Getenv(runAsCLIEnv) == "1" {
 		main()
 	}

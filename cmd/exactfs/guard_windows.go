@@ -55,6 +55,10 @@ func (c *child) start(e *env) (*running, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
+	if c.shell {
+		// cmd.exe's own quoting, not Go's (shell_windows.go).
+		cmd.SysProcAttr.CmdLine = cmdExeLine(c.argv)
+	}
 	if err := cmd.Start(); err != nil {
 		windows.CloseHandle(job)
 		status := exitCannotExec

@@ -26,7 +26,7 @@ type lockFlags struct {
 	hostLocal    bool
 	mkdir        bool
 	quiet        bool
-	shell        string // -c: run this through /bin/sh -c instead of CMD [ARG...]
+	shell        string // -c: run this through the shell (shellArgv) instead of CMD [ARG...]
 	shared       bool   // refused: the protocol has no shared mode
 	allowEmpty   bool   // update only: an empty stdout of CMD may replace STATEFILE
 }
@@ -41,7 +41,7 @@ func (f *lockFlags) register(fs *flagSet, update bool) {
 	fs.IntVar(&f.conflictExit, "E", exitBusy, "")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing when the lock is busy or the wait times out (other errors are\nstill reported)")
 	fs.BoolVar(&f.quiet, "q", false, "")
-	fs.StringVar(&f.shell, "command", "", "run `CMD` with /bin/sh -c instead of taking CMD [ARG...] after STATEFILE")
+	fs.StringVar(&f.shell, "command", "", "run `CMD` with /bin/sh -c (Windows: %ComSpec% /d /s /c) instead of taking CMD [ARG...] after STATEFILE")
 	fs.StringVar(&f.shell, "c", "", "")
 	fs.BoolVar(&f.mkdir, "mkdir", false, "create STATEFILE's directory (0700) if it is missing; without it a missing\ndirectory is an error, so that a typo cannot give a lock nobody else takes")
 	fs.BoolVar(new(bool), "exclusive", false, "the only mode there is; accepted for flock's -x")
@@ -181,7 +181,11 @@ func (f *lockFlags) splitCommand(args []string) (stateFile string, argv []string
 		if args[0] == "" {
 			return "", nil, usagef("STATEFILE is empty")
 		}
-		return args[0], []string{"/bin/sh", "-c", f.shell}, nil
+		argv, err := shellArgv(f.shell)
+		if err != nil {
+			return "", nil, err
+		}
+		return args[0], argv, nil
 	}
 	stateFile, argv = args[0], args[1:]
 	if len(argv) > 0 && argv[0] == "--" {
@@ -239,7 +243,10 @@ func waitNotice(e *env, stateFile string, f *lockFlags) (stop func()) {
 
 // child is the command run under the lock.
 type child struct {
-	argv   []string
+	argv []string
+	// shell: argv is shellArgv's, the interpreter and a -c string. On
+	// Windows the string then goes to cmd.exe verbatim (shell_windows.go).
+	shell  bool
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
