@@ -31,12 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// underWine reports whether the process runs under Wine, whose ntdll
-// exports wine_get_version and Windows' does not.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
-
 // skipUnderWine skips a test of what Wine 8 does not implement; on real
 // Windows it runs.
 func skipUnderWine(t *testing.T, what string) {
