@@ -719,7 +719,7 @@ func TestErrnoMapping(t *testing.T) {
 }
 
 // TestNoWindowsMeaningRefuses: the calls that have no safe Windows meaning
-// refuse even with the gate open: Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
+// refuse even with the gate open: Fchown, TryFlock on a directory (LockFileEx refuses directories; TestTryFlockOnFile),
 // ProbeUnopened (a deny-all probe conflicts with fd itself), OFDHeld and
 // OFDConflict (no F_GETLK); Exchange is ENOSYS (no atomic exchange).
 func TestNoWindowsMeaningRefuses(t *testing.T) {
