@@ -1,5 +1,3 @@
-//go:build unix
-
 package store
 
 import (
@@ -41,6 +39,7 @@ func wantLeaseLost(t *testing.T, what string, err error) {
 // A lease whose lock file vanished is lost, and says so: the not_found of
 // the capture that found the name empty is the cause, not the outcome.
 func TestLeaseLostToVanishedFileIsLeaseLost(t *testing.T) {
+	skipUnderWine(t, wineDeletePending)
 	dir := locksDir(t)
 	l := acquire(t, dir, "job")
 	if err := os.Remove(l.Path()); err != nil {
@@ -52,6 +51,7 @@ func TestLeaseLostToVanishedFileIsLeaseLost(t *testing.T) {
 
 // The same through a store's fence: the mutation is refused as lease lost.
 func TestFenceLostToVanishedFileIsLeaseLost(t *testing.T) {
+	skipUnderWine(t, wineDeletePending)
 	s := newStore(t)
 	l, err := s.AcquireFence(context.Background(), "migrate")
 	if err != nil {

@@ -25,25 +25,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func acquire(t *testing.T, dir, name string, opts ...LeaseOption) *Lease {
-	t.Helper()
-	l, err := AcquireLease(context.Background(), dir, name, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Release() })
-	return l
-}
-
-func inode(t *testing.T, p string) uint64 {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
-}
-
 func TestLeaseRecordOnDisk(t *testing.T) {
 	dir := locksDir(t)
 	before := time.Now().UnixMilli()
@@ -247,13 +228,6 @@ func TestLeaseReleaseAfterSuccessorLeavesIt(t *testing.T) {
 }
 
 // plantRecord writes a record that this test, not a lease, owns.
-func plantRecord(t *testing.T, dir, name string, r LeaseRecord) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name+".lock"), r.Marshal(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestLeaseOtherBootReclaimableOnlyAfterExpiry(t *testing.T) {
 	now := time.Now().UnixMilli()
 	rec := func(boot string, expires int64) LeaseRecord {

@@ -81,9 +81,14 @@ func TestWindowsLeaseCycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquiring the released lease: %v", err)
 	}
-	defer l2.Release()
 	if l2.Fence() != 2 {
 		t.Errorf("the second holder's fence is %d, want 2", l2.Fence())
+	}
+	l2.Release()
+	// The released record was reclaimed by exact unlink: no quarantine
+	// name is left beside the record and the counter.
+	if got := strings.Join(entries(t, locks), ","); got != "job.fence,job.lock" {
+		t.Errorf("the locks directory holds %s, want job.fence and job.lock", got)
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
+	"golang.org/x/sys/windows"
 )
 
 // TestMain runs the tests, or, with winHelperEnv set, a helper mode of a
@@ -53,7 +55,7 @@ func winHelperLeaseHold() error {
 	}
 	opts := []LeaseOption{LeaseDuration(ms("STORE_LEASE_MS")), HeartbeatInterval(ms("STORE_HEARTBEAT_MS"))}
 	if os.Getenv("STORE_NOATTEST") != "" {
-		opts = append(opts, winWithoutAttestation())
+		opts = append(opts, withoutAttestation())
 	}
 	l, err := AcquireLease(context.Background(), os.Getenv("STORE_DIR"), os.Getenv("STORE_NAME"), opts...)
 	if err != nil {
@@ -94,13 +96,11 @@ func writeReady(content string) error {
 	return os.Rename(p+".tmp", p)
 }
 
-func winWithoutAttestation() LeaseOption { return func(c *leaseConfig) { c.noAttestation = true } }
-
 // winOpenGate opens internal/sys's gate for one test (every program keeps
 // it shut) and, under Wine only, the owner-only substitute
 // (sys.WineOwnerOnlyForTest: Wine keeps no DACL, so without it no store
 // opens there). On real Windows the DACLs are proved for real.
-func winOpenGate(t *testing.T) {
+func winOpenGate(t testing.TB) {
 	t.Helper()
 	closeGate := sys.OpenGateForTest()
 	restore, wine := sys.WineOwnerOnlyForTest()
@@ -157,4 +157,50 @@ func (c *winChild) kill() {
 	c.cmd.Process.Kill()
 	<-c.exited
 	c.exited = nil
+}
+
+// testPlatform is winOpenGate, for the tests shared with Unix.
+func testPlatform(t testing.TB) { t.Helper(); winOpenGate(t) }
+
+// testOwnerOnlyDir makes the directory d owner-only the Windows way (a
+// protected DACL for the user alone; under Wine the owner check alone,
+// see winOpenGate): a directory os.Mkdir made inherits its parent's DACL.
+func testOwnerOnlyDir(t testing.TB, d string) {
+	t.Helper()
+	if err := ApplyOwnerOnlyPath(d, Directory); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inode is the file id of p, as exactfs reads it (Lstat's identity).
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := exactfs.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(exactfs.Identity).Ino
+}
+
+// openFds counts the process's open handles (GetProcessHandleCount): the
+// Windows count of what a call may leave open. (Under Wine, /proc/self/fd
+// would count Wine's own Unix descriptors, which it caches.)
+func openFds(t *testing.T) int {
+	t.Helper()
+	var n uint32
+	r, _, err := windows.NewLazySystemDLL("kernel32.dll").NewProc("GetProcessHandleCount").Call(uintptr(windows.CurrentProcess()), uintptr(unsafe.Pointer(&n)))
+	if r == 0 {
+		t.Skip("GetProcessHandleCount failed, so handles cannot be counted:", err)
+	}
+	return int(n)
+}
+
+// skipUnderWine skips a test of Windows behaviour Wine 8 does not have
+// (why says what); on real Windows the test runs. Each such test is
+// listed in .ci/wine/needs-real-windows.md.
+func skipUnderWine(t *testing.T, why string) {
+	t.Helper()
+	if windowsUnderWine() {
+		t.Skip("needs real Windows: " + why)
+	}
 }

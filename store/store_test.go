@@ -16,33 +16,6 @@ import (
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
-func readFile(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// entries lists every name under dir, recursively, relative to dir.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	slices.Sort(out)
-	return out
-}
-
 func TestOpenCreatesOwnerOnlyAndVerifies(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "s")
