@@ -124,6 +124,7 @@ func readFile(t *testing.T, p string) []byte {
 	return b
 }
 
+// plantRecord writes a record that this test, not a lease, owns.
 func plantRecord(t *testing.T, dir, name string, r LeaseRecord) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name+".lock"), r.Marshal(), 0o600); err != nil {
@@ -154,3 +155,26 @@ func entries(t *testing.T, dir string) []string {
 const wineDeletePending = "a file deleted while its holder has it open stays openable at its name under Wine 8, " +
 	"which also reports DeletePending false; Windows frees the name (POSIX delete) or refuses the open " +
 	"(STATUS_DELETE_PENDING), either of which the holder reads as its lease lost"
+
+// stealLease rewrites a lease record in place with another attempt id.
+func stealLease(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	r, err := ParseLeaseRecord(b)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	r.AttemptID = exactfs.NewUUID()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	f.Write(r.Marshal())
+	f.Close()
+}

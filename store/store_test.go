@@ -328,29 +328,6 @@ func TestListHidesResidue(t *testing.T) {
 	}
 }
 
-// stealLease rewrites a lease record in place with another attempt id.
-func stealLease(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	r, err := ParseLeaseRecord(b)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	r.AttemptID = exactfs.NewUUID()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	f.Write(r.Marshal())
-	f.Close()
-}
-
 func TestFenceStolenPublishesNothing(t *testing.T) {
 	s := newStore(t)
 	l, err := s.AcquireFence(context.Background(), "migrate")
