@@ -78,13 +78,3 @@ func TestStoreCodeDescribedByName(t *testing.T) {
 		t.Fatalf("sentinels of %v", err)
 	}
 }
-
-// aclStep returns the ACL step an error names (operation and attribute of
-// its *ACLError cause, without the system error), or the zero value.
-func aclStep(err error) ACLError {
-	var acl *ACLError
-	if !errors.As(err, &acl) {
-		return ACLError{}
-	}
-	return ACLError{Operation: acl.Operation, Attribute: acl.Attribute}
-}

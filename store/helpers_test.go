@@ -82,29 +82,6 @@ func within(t *testing.T, d time.Duration, f func()) {
 	}
 }
 
-func wantCode(t *testing.T, err error, c exactfs.Code) {
-	t.Helper()
-	if got := CodeOf(err); got != c {
-		t.Fatalf("error %v: code %q, want %q", err, got, c)
-	}
-}
-
-func mode(t *testing.T, p string) os.FileMode {
-	t.Helper()
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Mode().Perm()
-}
-
-func chmod(t *testing.T, p string, m os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, m); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func acquire(t *testing.T, dir, name string, opts ...LeaseOption) *Lease {
 	t.Helper()
 	l, err := AcquireLease(context.Background(), dir, name, opts...)
@@ -122,14 +99,6 @@ func readFile(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// plantRecord writes a record that this test, not a lease, owns.
-func plantRecord(t *testing.T, dir, name string, r LeaseRecord) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name+".lock"), r.Marshal(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // entries lists every name under dir, recursively, relative to dir.
