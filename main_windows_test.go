@@ -1,6 +1,7 @@
 package exactfs
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -14,9 +15,31 @@ import (
 // shut until the lock's attestation (issue 22 step 4) lands: the root's
 // primitives are what statelock is built on, and statelock has no gate of
 // its own. TestWindowsFailsClosed shuts the gate again to check that.
+//
+// With windowsChildEnv set, the binary is a child process of a test (see
+// windowsChildren) and runs no test.
 func TestMain(m *testing.M) {
 	restore := sys.OpenGateForTest()
+	if mode := os.Getenv(windowsChildEnv); mode != "" {
+		child := windowsChildren[mode]
+		if child == nil {
+			fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
+			os.Exit(2)
+		}
+		if err := child(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	restore()
 	os.Exit(code)
+}
+
+// windowsChildEnv names the child mode a test re-executes this binary in.
+const windowsChildEnv = "EXACTFS_WINDOWS_TEST_CHILD"
+
+var windowsChildren = map[string]func() error{
+	"dirlock-hold": childHoldDirLock,
 }

@@ -50,6 +50,11 @@ const (
 	LeaseRetirePrefix = PrivatePrefix + "lock-retire-"
 	// LeaseSuffix ends the file name of a lease lock.
 	LeaseSuffix = ".lock"
+	// DirLockName is the empty file Dir.TryLock locks on Windows, inside
+	// the directory it locks (Windows locks no directory handle; see
+	// dirlock_windows.go). It is made on first use and never removed:
+	// removing a lock file others may hold open breaks the exclusion.
+	DirLockName = PrivatePrefix + "dir-lock"
 
 	// treeEntryPrefix and rmPrefix start the quarantine names of a tree
 	// removal's entries and of the CLI's rm.
@@ -91,10 +96,13 @@ const (
 	NameTemp
 	// NameRemoving is "<target>.removing", a tree detached for removal.
 	NameRemoving
+	// NameDirLock is DirLockName, the file a directory's lock is taken
+	// on where directories take no lock (Windows): not residue, not data.
+	NameDirLock
 )
 
 var nameKinds = [...]string{"public", "staging", "store-retire", "lease-retire", "placeholder",
-	"lock-quarantine", "spare", "quarantine", "fence-lease", "private", "temp", "removing"}
+	"lock-quarantine", "spare", "quarantine", "fence-lease", "private", "temp", "removing", "dir-lock"}
 
 // String returns a short lower-case name of the kind.
 func (k NameKind) String() string {
@@ -135,6 +143,8 @@ func ClassifyName(name string) PrivateName {
 		return PrivateName{Kind: NameSpare, Target: name[len(SparePrefix):]}
 	case strings.HasPrefix(name, QuarantinePrefix):
 		return PrivateName{Kind: NameQuarantine}
+	case name == DirLockName:
+		return PrivateName{Kind: NameDirLock}
 	case strings.HasPrefix(name, PrivatePrefix):
 		if t, ok := strings.CutSuffix(name[len(PrivatePrefix):], LeaseSuffix); ok && t != "" {
 			return PrivateName{Kind: NameFenceLease, Target: t}

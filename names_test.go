@@ -38,6 +38,8 @@ func TestClassifyName(t *testing.T) {
 		{FenceLeaseName("jobs") + LeaseSuffix, NameFenceLease, "jobs", 0},
 		{".gjc-.lock", NamePrivate, "", 0},
 		{".gjc-future", NamePrivate, "", 0},
+		{DirLockName, NameDirLock, "", 0},
+		{DirLockName + LeaseSuffix, NameFenceLease, "dir-lock", 0}, // a fence named dir-lock
 		{"F.tmp-42-" + u, NameTemp, "F", 42},
 		{"a.b.tmp-4294967295-" + u, NameTemp, "a.b", 4294967295},
 		{"F.tmp-042-" + u, NamePublic, "", 0},

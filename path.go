@@ -290,8 +290,9 @@ type Dir struct {
 	ino  uint64
 
 	mu     sync.Mutex
-	refs   int  // methods using fd now
-	closed bool // Close was called; fd is closed when refs drops to 0
+	refs   int      // methods using fd now
+	closed bool     // Close was called; fd is closed when refs drops to 0
+	lockf  *os.File // Windows: the lock file TryLock holds locked (dirlock_windows.go); closed by Close
 
 	cleanup runtime.Cleanup // reports a Dir dropped without Close (leak.go)
 }
@@ -382,6 +383,12 @@ func (d *Dir) Close() error {
 	}
 	d.closed = true
 	d.cleanup.Stop()
+	if d.lockf != nil {
+		// The lock TryLock took lasts as long as d's open (as flock's does
+		// on Unix, where closing fd drops it): closing its handle drops it.
+		d.lockf.Close()
+		d.lockf = nil
+	}
 	if d.refs > 0 {
 		return nil
 	}

@@ -29,14 +29,16 @@ const attestSpan = 1 << 40
 
 // HoldAttestation takes the kernel lock that attests a holder's ownership
 // of a record: an exclusive open-file-description lock on the
-// record file f (its bytes [0, 2^40)), which must be open for writing. A holder takes it
+// record file f (its bytes [0, 2^40); on Windows, where byte-range locks
+// block other handles' reads, [2^39, 2^40), beyond any record: see
+// attest_windows.go), which must be open for writing. A holder takes it
 // before it writes the bytes that claim the attestation, and keeps f open
 // for as long as it holds the record; the kernel drops the lock when f's
 // last descriptor goes, however the holder dies. It returns false where the
 // platform or the filesystem takes no such lock: the record must then not
 // claim one, and is judged by the pid rules alone.
 func HoldAttestation(f *os.File) bool {
-	err := sys.Control(f, func(fd int) error { return sys.OFDLock(fd, 0, attestSpan) })
+	err := sys.Control(f, holdAttestation)
 	return err == nil
 }
 
@@ -55,7 +57,7 @@ func HoldAttestation(f *os.File) bool {
 // TypeScript peer takes none) would read as Alive: fail closed.
 func Attested(f *os.File) (j Judgement, ok bool) {
 	var held, known bool
-	if sys.Control(f, func(fd int) error { held, known = sys.OFDHeld(fd, 0, attestSpan); return nil }) != nil || !known {
+	if sys.Control(f, func(fd int) error { held, known = attestationHeld(fd); return nil }) != nil || !known {
 		return Judgement{}, false
 	}
 	if held {

@@ -52,6 +52,13 @@
 // no host id, so, as in the reference implementation, a lock directory is
 // assumed to be used from one host: a record from another host has another
 // boot id and counts as gone once its lease expires (the kernel lock is
-// asked only about records of this boot). Windows is not
-// supported: every operation fails closed.
+// asked only about records of this boot).
+//
+// On Windows every operation fails closed in programs (internal/sys's
+// switch stays off until the state lock's Windows step lands). The
+// pieces are built and tested under Wine: the commit lock is LockFileEx
+// on a private file inside the directory (exactfs.DirLockName), the
+// attestation LockFileEx on bytes beyond the record, Windows records
+// (no boot id) are judged by it, the fence counter is replaced under the
+// held lease, and ReplaceExpected is atomic_unavailable (no exchange).
 package store

@@ -242,7 +242,7 @@ func judgeLease(j *liveness.Judge, rec LeaseRecord, f *os.File, now time.Time) l
 	if left <= 0 {
 		when = "lease expired " + (-left).Round(time.Millisecond).String() + " ago"
 	}
-	if rec.KernelLock && rec.BootID != "" && rec.BootID == bootID() && sameInodeAs(f, rec) {
+	if rec.KernelLock && kernelRuleBoot(rec.BootID) && sameInodeAs(f, rec) {
 		if k, ok := liveness.Attested(f); ok {
 			switch {
 			case k.Verdict == liveness.Dead:

@@ -72,7 +72,7 @@ func bumpFence(d *exactfs.Dir, name string, want uint64) (uint64, error) {
 		if id == nil {
 			_, err = d.Publish(name, formatFence(want), 0o600, exactfs.ExactPerm())
 		} else {
-			_, err = d.ReplaceExpected(name, formatFence(want), *id)
+			err = replaceFence(d, name, formatFence(want), *id)
 		}
 		switch {
 		case err == nil:

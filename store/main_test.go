@@ -19,7 +19,6 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/liveness"
 	"golang.org/x/sys/unix"
 )
 
@@ -160,77 +159,6 @@ func helperCommand(t testing.TB, mode string, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// withProbe makes the lease judge owners with p (tests of reclaim rules).
-func withProbe(p liveness.Prober) LeaseOption { return func(c *leaseConfig) { c.probe = p } }
-
-// withEmptyAge sets the age at which an empty lock file is reclaimed.
-func withEmptyAge(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.emptyAge = d } }
-
-// withoutAttestation makes the lease write records that claim no kernel
-// lock, as a TypeScript peer's: its owner is judged by the pid rules,
-// which a probe can steer.
-func withoutAttestation() LeaseOption { return func(c *leaseConfig) { c.noAttestation = true } }
-
-// goneProbe answers ESRCH for one pid and asks the system otherwise.
-type goneProbe struct {
-	liveness.System
-	pid int
-}
-
-func (p goneProbe) Signal(pid int) error {
-	if pid == p.pid {
-		return syscall.ESRCH
-	}
-	return p.System.Signal(pid)
-}
-
-// newStore opens a fresh store in a temporary directory.
-func newStore(t testing.TB) *Store {
-	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "store"), Create())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// locksDir returns a fresh owner-only locks directory.
-func locksDir(t testing.TB) string {
-	t.Helper()
-	d := filepath.Join(t.TempDir(), "locks")
-	if err := os.Mkdir(d, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(d, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// within fails the test if f does not return in d: every test that could
-// hang on a FIFO or a lock runs its risky step through it.
-func within(t *testing.T, d time.Duration, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("did not return within %v", d)
-	}
-}
-
-func wantCode(t *testing.T, err error, c exactfs.Code) {
-	t.Helper()
-	if got := CodeOf(err); got != c {
-		t.Fatalf("error %v: code %q, want %q", err, got, c)
-	}
-}
-
 // monoNow is CLOCK_MONOTONIC in nanoseconds: one clock for every process on
 // the host, so hold intervals of several processes can be compared.
 func monoNow() (int64, error) {
@@ -267,21 +195,5 @@ func runCrashAt(t *testing.T, dir, op, hookSpec string, env ...string) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("child did not finish")
-	}
-}
-
-func mode(t *testing.T, p string) os.FileMode {
-	t.Helper()
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Mode().Perm()
-}
-
-func chmod(t *testing.T, p string, m os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, m); err != nil {
-		t.Fatal(err)
 	}
 }

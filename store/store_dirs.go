@@ -140,14 +140,16 @@ func (s *Store) List(rel string) ([]string, error) {
 // names exactfs and its TypeScript peers give crash residue) or one of the
 // store's quarantine names.
 //
-// Of the root's private names it hides those that only crashes leave:
-// other ".gjc-" names (a fence's lease, which lives in LocksDir) and
+// Of the root's private names it hides those that only crashes leave, and
+// the file a directory's commit lock is taken on where directories take
+// no lock (Windows: exactfs.DirLockName): other ".gjc-" names (a fence's lease, which lives in LocksDir) and
 // TypeScript temp files (state-file residue the state lock sweeps) stay
 // visible, as they always have.
 func isPrivateName(name string) bool {
 	switch exactfs.ClassifyName(name).Kind {
 	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire, exactfs.NamePlaceholder,
-		exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine, exactfs.NameRemoving:
+		exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine, exactfs.NameRemoving,
+		exactfs.NameDirLock:
 		return true
 	}
 	return false

@@ -11,10 +11,38 @@ import (
 // another handle holds a conflicting byte-range lock (ERROR_LOCK_VIOLATION).
 var ErrWouldBlock = errors.New("the lock request would block")
 
-// TryFlock: flock has no Windows counterpart. LockFileEx refuses
-// directories, which is what the callers lock, and its locks are
-// mandatory, not advisory. It fails closed.
-func TryFlock(fd int) error { return ErrUnsupported }
+// flockByte is the one byte TryFlock locks: far beyond any file's
+// content, and beyond every other lock range of the module (the
+// attestation's [2^39, 2^40), the queues above 2^40).
+const flockByte = 1 << 62
+
+// TryFlock stands in for flock(LOCK_EX|LOCK_NB) on a regular file: an
+// exclusive LockFileEx, without waiting, on the one byte flockByte.
+// ErrWouldBlock: another handle, in this process or another, holds it.
+// Like flock's, the lock belongs to fd's handle (and its duplicates) and
+// goes when the last of them is closed or its process dies,
+// TerminateProcess included. Windows byte-range locks are mandatory, not
+// advisory: a lock blocks other handles' reads and writes of its bytes,
+// so it lies where nobody reads, and meets no other lock range of the
+// module, as flock meets no fcntl lock on Linux. Unlike flock, locking
+// again through the handle that holds it fails (ErrWouldBlock).
+//
+// A directory is refused (ErrUnsupported): LockFileEx takes no lock on a
+// directory handle (exactfs's Dir.TryLock locks a file inside the
+// directory instead).
+func TryFlock(fd int) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	st, err := fstat(fd)
+	if err != nil {
+		return err
+	}
+	if !st.Mode.IsRegular() {
+		return ErrUnsupported
+	}
+	return OFDLock(fd, flockByte, 1)
+}
 
 // lockRange converts [start, start+length) (length 0: to the end of the
 // file and beyond, as for fcntl) to LockFileEx's offset and length. The

@@ -228,3 +228,46 @@ func TestWriterInAnotherProcess(t *testing.T) {
 	}
 	Close(dw)
 }
+
+// TestTryFlockOnFile: TryFlock on a regular file is flock's stand-in:
+// another handle (which Windows treats like another process's) is refused
+// with ErrWouldBlock until the holder's handle closes; the record's bytes
+// stay readable and writable through the other handle, and the lock meets
+// neither the attestation range nor a lock on the record's bytes. A
+// directory is refused (TestNoWindowsMeaningRefuses). Before, every call
+// was ErrUnsupported, so the root's judge-then-remove bracket (its reclaim
+// guard) refused every removal on Windows.
+func TestTryFlockOnFile(t *testing.T) {
+	dir := t.TempDir()
+	fd := dirHandle(t, dir)
+	create(t, fd, "f", "record")
+	a, err := Open(fd, "f", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(fd, "f", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(b)
+	if err := TryFlock(a); err != nil {
+		t.Fatalf("TryFlock: %v", err)
+	}
+	if err := TryFlock(b); err != ErrWouldBlock {
+		t.Fatalf("TryFlock through another handle: %v, want ErrWouldBlock", err)
+	}
+	buf := make([]byte, 6)
+	if n, err := Pread(b, buf, 0); err != nil || string(buf[:n]) != "record" {
+		t.Fatalf("reading the file through another handle while it is flocked: %q %v", buf[:n], err)
+	}
+	if err := OFDLock(b, 1<<39, 1<<39); err != nil {
+		t.Fatalf("the attestation range while the file is flocked: %v", err)
+	}
+	if err := OFDLock(b, 0, 6); err != nil {
+		t.Fatalf("a lock on the record's bytes while the file is flocked: %v", err)
+	}
+	Close(a)
+	if err := TryFlock(b); err != nil {
+		t.Fatalf("TryFlock after the holder's handle closed: %v", err)
+	}
+}

@@ -171,3 +171,53 @@ func TestOwnedByDefaultOwner(t *testing.T) {
 		t.Fatalf("OwnedByDefaultOwner(a file this process created) = %v, %v (default owner %s)", ok, err, sidName(def))
 	}
 }
+
+// TestWineOwnerOnlySubstitute: WineOwnerOnlyForTest, which lets the tests
+// of the store run under Wine, makes OwnerOnly and MakeOwnerOnly prove the
+// owner alone while it is on, and only under Wine; restore puts the DACL
+// check back (the refusal TestOwnerOnlyOnDisk checks). On real Windows it
+// is off and changes nothing. The owner half still refuses another
+// owner's descriptor (checked in memory: under Wine every object is the
+// user's).
+func TestWineOwnerOnlySubstitute(t *testing.T) {
+	fd := dirHandle(t, t.TempDir())
+	restore, active := WineOwnerOnlyForTest()
+	if active != underWine() {
+		t.Fatalf("the substitute is active=%v, under Wine=%v: it must be on under Wine only", active, underWine())
+	}
+	if !active {
+		restore()
+		if err := OwnerOnly(fd, true); err == nil {
+			t.Fatal("OwnerOnly accepted a fresh temporary directory on real Windows")
+		}
+		return
+	}
+	if err := OwnerOnly(fd, true); err != nil {
+		t.Errorf("OwnerOnly with the substitute on: %v", err)
+	}
+	if err := MakeOwnerOnly(fd, true); err != nil {
+		t.Errorf("MakeOwnerOnly with the substitute on: %v", err)
+	}
+	restore()
+	if err := OwnerOnly(fd, true); !errors.Is(err, ErrACLPresent) {
+		t.Errorf("OwnerOnly after restore = %v, want ErrACLPresent (Wine's synthesized DACL)", err)
+	}
+	other, err := windows.StringToSid("S-1-5-18") // SYSTEM
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := currentUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, err := windows.NewSecurityDescriptor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sd.SetOwner(other, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOwner(sd, me); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("checkOwner(owned by SYSTEM) = %v, want ErrNotOwner", err)
+	}
+}

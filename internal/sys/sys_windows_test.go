@@ -31,12 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// underWine reports whether the process runs under Wine, whose ntdll
-// exports wine_get_version and Windows' does not.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
-
 // skipUnderWine skips a test of what Wine 8 does not implement; on real
 // Windows it runs.
 func skipUnderWine(t *testing.T, what string) {
@@ -725,7 +719,7 @@ func TestErrnoMapping(t *testing.T) {
 }
 
 // TestNoWindowsMeaningRefuses: the calls that have no safe Windows meaning
-// refuse even with the gate open: Fchown, TryFlock (LockFileEx refuses directories and is mandatory),
+// refuse even with the gate open: Fchown, TryFlock on a directory (LockFileEx refuses directories; TestTryFlockOnFile),
 // ProbeUnopened (a deny-all probe conflicts with fd itself), OFDHeld and
 // OFDConflict (no F_GETLK); Exchange is ENOSYS (no atomic exchange).
 func TestNoWindowsMeaningRefuses(t *testing.T) {
