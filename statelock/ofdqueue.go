@@ -96,14 +96,21 @@ const (
 // waiter's ticket. When both exist the kernel names one of them; either
 // means the caller waits.
 func anyLock(fd uintptr) int {
+	c, _ := anyLockAt(fd)
+	return c
+}
+
+// anyLockAt is anyLock, and also whether the lock the kernel named is a
+// kernel slot (SPEC §4.8.1: a Go cohort owner's, or a seated waiter's).
+func anyLockAt(fd uintptr) (class int, slot bool) {
 	held, start, err := sys.OFDConflict(int(fd), 0, 0)
 	switch {
 	case err != nil, !held:
-		return unlocked
+		return unlocked, false
 	case start < queueBase:
-		return lockedByHolder
+		return lockedByHolder, start >= slotBase
 	}
-	return lockedByWaiter
+	return lockedByWaiter, false
 }
 
 // queueAheadFd reports whether some waiter with a smaller ticket than
