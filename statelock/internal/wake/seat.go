@@ -410,9 +410,25 @@ func (m *Mailbox) bell() *uint32 {
 // moves on and whoever sleeps on it (BellWait) is woken, so the owner
 // hands the lock over at once instead of keeping it for the rest of its
 // idle time. A waiter rings after its seat is WAITING.
+//
+// The futex wake, a system call, is made only when an owner says it
+// sleeps on the bell (BellWait counts itself in and out): a seated waiter
+// rings at every seating, and an owner is rarely asleep there (with
+// waiters queued, a release hands over instead of keeping). Both sides use
+// sequentially consistent atomics: either this ring sees the sleeper's
+// count, or the sleeper's look at the bell, after its count, sees this
+// ring and does not sleep. A sleeper killed while counted leaves the
+// count up, which only makes every later ring wake (as without the count).
 func (m *Mailbox) Ring() {
 	atomic.AddUint32(m.bell(), 1)
-	sys.FutexWake(m.bell(), 1<<30)
+	if atomic.LoadUint32(m.bellSleepers()) != 0 {
+		sys.FutexWake(m.bell(), 1<<30)
+	}
+}
+
+// bellSleepers is the header word counting the owners in BellWait.
+func (m *Mailbox) bellSleepers() *uint32 {
+	return (*uint32)(unsafe.Pointer(&m.mem[Seats*SeatSize+20]))
 }
 
 // Bell reads the bell; the owner reads it before it looks for WAITING
@@ -422,6 +438,8 @@ func (m *Mailbox) Bell() uint32 { return atomic.LoadUint32(m.bell()) }
 
 // BellWait sleeps until the bell is no longer seen, or d passes.
 func (m *Mailbox) BellWait(seen uint32, d time.Duration) {
+	atomic.AddUint32(m.bellSleepers(), 1)
+	defer atomic.AddUint32(m.bellSleepers(), ^uint32(0))
 	if atomic.LoadUint32(m.bell()) != seen {
 		return
 	}

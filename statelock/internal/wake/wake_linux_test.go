@@ -369,3 +369,41 @@ func TestSeatDescriptorReused(t *testing.T) {
 		t.Fatal("a kept descriptor outlived Close")
 	}
 }
+
+// TestRingWakesCountedSleeper: Ring makes its futex wake only for an owner
+// counted in BellWait, and that owner is woken (long before its 10 s);
+// the count goes back to zero when it returns, and a ring with nobody
+// asleep only moves the bell. A ring that skipped the wake for a sleeper
+// that counted itself would leave it asleep for its whole idle time.
+func TestRingWakesCountedSleeper(t *testing.T) {
+	t.Parallel()
+	d, _ := openDir(t)
+	owner := mustOpen(t, d)
+	waiter := mustOpen(t, d)
+	seen := owner.Bell()
+	waiter.Ring() // nobody asleep: the bell moves, no wake needed
+	if owner.Bell() == seen {
+		t.Fatal("the ring did not move the bell")
+	}
+	if n := atomic.LoadUint32(owner.bellSleepers()); n != 0 {
+		t.Fatalf("%d sleepers counted with nobody asleep", n)
+	}
+	seen = owner.Bell()
+	woke := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		owner.BellWait(seen, 10*time.Second)
+		woke <- time.Since(start)
+	}()
+	for atomic.LoadUint32(waiter.bellSleepers()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let it reach the futex
+	waiter.Ring()
+	if d := <-woke; d > 5*time.Second {
+		t.Fatalf("the owner asleep on the bell was not woken (%s)", d)
+	}
+	if n := atomic.LoadUint32(owner.bellSleepers()); n != 0 {
+		t.Fatalf("%d sleepers still counted after BellWait returned", n)
+	}
+}
