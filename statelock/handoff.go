@@ -449,11 +449,18 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	if err != nil {
 		return nil, notSeated
 	}
-	if why, _ := l.distrustFile(f); why != "" {
+	why, st := l.distrustFile(f)
+	if why != "" {
 		f.Close()
 		return nil, notSeated
 	}
-	data, id, err := readHeld(f)
+	var data []byte
+	var id exactfs.Identity
+	if st.Ino != 0 {
+		data, id, err = readHeldAfter(f, st) // the trust check's fstat
+	} else {
+		data, id, err = readHeld(f)
+	}
 	if err != nil {
 		f.Close()
 		return nil, notSeated
