@@ -347,9 +347,15 @@
 // releasing owner finds the oldest seated waiter in the mapped mailbox
 // (no system call), checks its slot lock (F_OFD_GETLK), writes its record
 // (pwrite), checks the name (lstat), drops its slot (F_OFD_SETLK) and
-// wakes it (futex); the waiter, woken, reads F.lock twice (fstat and
-// pread each) and checks the name (lstat). About 10 calls where the
-// reference release and the next acquire cost about 50, and no claim
+// wakes it (futex); the waiter, woken and seeing its seat GRANTED, reads
+// F.lock once (fstat and pread: GRANTED is stored after the pwrite
+// returned) and checks the name (lstat). Seating costs the waiter its
+// slot and seat locks, one read and judgment of the holder, and one
+// query of the holder's slot after it is seated; its seat descriptor is
+// kept from one wait to the next (wake.Seat.Leave), its ticket read
+// without a system call, and its ring wakes only an owner asleep on the
+// bell. About 10 calls where the reference release and the next acquire
+// cost about 50, and no claim
 // directory, no sidecar: each step is there for the argument of
 // protocol-perf §4.1b (the slot check so that no record is ever in
 // F.lock unattested; one pwrite so that F.lock never holds a tombstone;

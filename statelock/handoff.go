@@ -438,22 +438,35 @@ const (
 // it sleeps on its seat until F.lock holds its bytes (granted), the holder
 // is gone or F.lock names another inode (withdrew), or deadline passes or
 // ctx ends (withdrew; a grant that lands meanwhile is taken, and the
-// caller releases it).
-func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcome) {
+// caller releases it). vouched: the kernel showed a slot lock on F.lock's
+// inode a moment ago (look), so slotLocked need not ask again.
+func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord, handoffOutcome) {
 	l := a.l
-	if !l.cohort() || a.once || !l.slotLocked() {
+	if !l.cohort() || a.once || (!vouched && !l.slotLocked()) {
 		return nil, notSeated
 	}
 	f, err := l.dir.OpenFile(l.lockName, os.O_RDWR, 0)
 	if err != nil {
 		return nil, notSeated
 	}
-	if why, _ := l.distrustFile(f); why != "" {
+	why, st := l.distrustFile(f)
+	if why != "" {
 		f.Close()
 		return nil, notSeated
 	}
-	data, id, err := readHeld(f)
-	if err != nil || !l.cohortHolder(f, data) || l.stillNames(l.lockName, id) != nil {
+	var data []byte
+	var id exactfs.Identity
+	if st.Ino != 0 {
+		data, id, err = readHeldAfter(f, st) // the trust check's fstat
+	} else {
+		data, id, err = readHeld(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, notSeated
+	}
+	holder, ok := l.cohortHolderRecord(f, data)
+	if !ok || l.stillNames(l.lockName, id) != nil {
 		f.Close()
 		return nil, notSeated
 	}
@@ -489,8 +502,38 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 	// how late a holder's death (no event) or a release without a nudge
 	// (an older exactfs, a TypeScript reclaim) is seen.
 	poll, prev := handoffPoll, []byte(nil)
+	// first: the look right after taking the seat. It is there for a
+	// holder that released the reference way (or died) between the look
+	// above and our WAITING, when nobody would wake us: while the holder
+	// judged above still holds its slot lock on this inode, it has not
+	// released yet, and its release will grant, nudge or ring after our
+	// WAITING, so one query of its slot is the whole look. Otherwise the
+	// full look below runs. It decides no ownership, only whether to sleep.
+	first := true
 	for {
-		got, gid, err := l.readSettled(f)
+		// The state is read before F.lock: GRANTED is stored after the
+		// granter's pwrite returned, so a read that follows it sees the
+		// grant's bytes and identity whole (one read: no fstat of it can
+		// come before the pwrite and its pread after).
+		st := seat.State()
+		if first {
+			first = false
+			if st == wake.Waiting {
+				if held, known := slotHeld(f.Fd(), holder.OfdSlot); held && known {
+					seat.Sleep(max(time.Millisecond, min(poll, time.Until(deadline))))
+					poll = min(2*poll, wake.BackoffMax)
+					continue
+				}
+			}
+		}
+		got, gid, err := readHeld(f)
+		if err == nil && ours(got, b) && st != wake.Granted {
+			// Our bytes, but the granter may be inside its pwrite (the
+			// fstat could precede its mtime update): read until two reads
+			// agree, so that the identity we keep is the one our release
+			// will prove.
+			got, gid, err = l.readSettled(f)
+		}
 		if err == nil && !bytes.Equal(got, prev) {
 			poll, prev = handoffPoll, got
 		}
@@ -510,7 +553,10 @@ func (a *acquisition) seatedWait(deadline time.Time) (*heldRecord, handoffOutcom
 			if !(err == nil && ours(got, b)) {
 				// The granter wrote our bytes and F.lock no longer holds
 				// them (a granted record replaced: nobody's now).
-				giveUp = true
+				if st == wake.Granted {
+					giveUp = true
+				}
+				// Else GRANTED landed after our read: look again at once.
 			}
 		case wake.Waiting:
 			if err != nil || !l.cohortHolder(f, got) || l.stillNames(l.lockName, gid) != nil {
@@ -595,12 +641,18 @@ func (l *locker) readSettled(f *os.File) ([]byte, exactfs.Identity, error) {
 // a Go cohort owner: not released, with a kernel slot that the kernel
 // shows held on f's inode.
 func (l *locker) cohortHolder(f *os.File, data []byte) bool {
+	_, ok := l.cohortHolderRecord(f, data)
+	return ok
+}
+
+// cohortHolderRecord is cohortHolder, with the record it judged.
+func (l *locker) cohortHolderRecord(f *os.File, data []byte) (*Record, bool) {
 	r, err := ParseRecord(data)
 	if err != nil || r.Released || r.OfdSlot == 0 {
-		return false
+		return nil, false
 	}
 	v, ok := l.kernelVerdict(r, f)
-	return ok && v.Verdict == liveness.Alive
+	return r, ok && v.Verdict == liveness.Alive
 }
 
 // ours reports whether got is exactly b followed by nothing but spaces
@@ -636,7 +688,7 @@ func (a *acquisition) handoffWait(c *contention) (h *heldRecord, done bool, err 
 	if remaining <= 0 {
 		return nil, false, nil
 	}
-	h, how := a.seatedWait(time.Now().Add(remaining))
+	h, how := a.seatedWait(time.Now().Add(remaining), c.slot && a.attempts == 1)
 	switch how {
 	case granted:
 		if a.ctx.Err() != nil || time.Since(a.start) > a.budget {

@@ -41,7 +41,16 @@ const heldReadMax = 64 << 10
 // ever creates a new inode. Anything unexpected falls back to CaptureFile.
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) {
 	st, err := sys.Fstat(int(f.Fd()))
-	if err != nil || !st.Mode.IsRegular() || st.Size >= heldReadMax {
+	if err != nil {
+		return exactfs.CaptureRecordFile(f)
+	}
+	return readHeldAfter(f, st)
+}
+
+// readHeldAfter is readHeld with its fstat already made (st, just now,
+// through f: a seated waiter's trust check asks the same fstat first).
+func readHeldAfter(f *os.File, st sys.Stat) ([]byte, exactfs.Identity, error) {
+	if !st.Mode.IsRegular() || st.Size >= heldReadMax {
 		return exactfs.CaptureRecordFile(f)
 	}
 	buf := make([]byte, st.Size+1)

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // writtenIdentity re-captures the record through f where there is no
@@ -24,3 +25,8 @@ func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
 
 // readHeld is exactfs.CaptureFile here.
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) { return exactfs.CaptureRecordFile(f) }
+
+// readHeldAfter is readHeld (the fstat st is of no use here).
+func readHeldAfter(f *os.File, _ sys.Stat) ([]byte, exactfs.Identity, error) {
+	return exactfs.CaptureRecordFile(f)
+}

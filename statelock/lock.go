@@ -262,9 +262,11 @@ func (l *locker) look() (c *contention, skipped bool) {
 		return nil, false
 	}
 	defer done()
-	switch anyLock(uintptr(fd)) {
+	switch class, slot := anyLockAt(uintptr(fd)); class {
 	case lockedByHolder:
-		return heldByKernel(), false
+		c := heldByKernel()
+		c.slot = slot
+		return c, false
 	case lockedByWaiter:
 		// The kernel named a waiter; a holder may be there as well.
 		if held, _ := ofdHeldFd(uintptr(fd)); held {

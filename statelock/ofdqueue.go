@@ -2,7 +2,9 @@ package statelock
 
 import (
 	"errors"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/exactfs/exactfs/internal/sys"
 )
@@ -96,14 +98,21 @@ const (
 // waiter's ticket. When both exist the kernel names one of them; either
 // means the caller waits.
 func anyLock(fd uintptr) int {
+	c, _ := anyLockAt(fd)
+	return c
+}
+
+// anyLockAt is anyLock, and also whether the lock the kernel named is a
+// kernel slot (SPEC §4.8.1: a Go cohort owner's, or a seated waiter's).
+func anyLockAt(fd uintptr) (class int, slot bool) {
 	held, start, err := sys.OFDConflict(int(fd), 0, 0)
 	switch {
 	case err != nil, !held:
-		return unlocked
+		return unlocked, false
 	case start < queueBase:
-		return lockedByHolder
+		return lockedByHolder, start >= slotBase
 	}
-	return lockedByWaiter
+	return lockedByWaiter, false
 }
 
 // queueAheadFd reports whether some waiter with a smaller ticket than
@@ -121,10 +130,37 @@ func queueAheadFd(fd uintptr, ticket int64) bool {
 }
 
 // ticketNow is a waiter's arrival time on the host-wide monotonic clock.
+//
+// It is read without a system call: the runtime's monotonic clock (the
+// reading time.Now carries) is CLOCK_MONOTONIC itself, read through the
+// vDSO, so one clock_gettime system call at the first use anchors it and
+// every later ticket is that anchor plus the monotonic time since. A
+// hand-off cycle asked for two tickets (the waiter's arrival, the owner's
+// yield check), two system calls of about sixty. The anchor is off by at
+// most half the time between the two runtime readings around the system
+// call (a few microseconds): tickets order arrivals and time yields of
+// milliseconds, and prove nothing.
 func ticketNow() int64 {
-	ns, err := sys.MonotonicNs()
-	if err != nil {
+	a := monoAnchor()
+	if !a.ok {
 		return 0
 	}
-	return ns
+	return a.ns + int64(time.Since(a.at))
 }
+
+type anchor struct {
+	ns int64     // CLOCK_MONOTONIC at at
+	at time.Time // with its monotonic reading
+	ok bool
+}
+
+var monoAnchor = sync.OnceValue(func() anchor {
+	before := time.Now()
+	ns, err := sys.MonotonicNs()
+	after := time.Now()
+	if err != nil {
+		return anchor{}
+	}
+	half := after.Sub(before) / 2
+	return anchor{ns: ns, at: before.Add(half), ok: true}
+})

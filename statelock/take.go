@@ -19,6 +19,10 @@ type contention struct {
 	// since is when the holder's record was last written (zero: unknown);
 	// a timeout error reports the age as of the failure, not of the look.
 	since time.Time
+	// slot: the kernel showed a slot lock (SPEC §4.8.1) on F.lock's inode
+	// as this contention was found (look), which is all slotLocked would
+	// ask again before a waiter seats itself.
+	slot bool
 }
 
 // who is the holder description with its age as of now.

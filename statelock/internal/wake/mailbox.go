@@ -11,9 +11,12 @@ import (
 // length of its record (uint32 at 4), its ticket (int64 at 8) and the
 // record bytes (from 16). The header holds the yield deadline (int64 at 0,
 // host monotonic nanoseconds, see Yield), the last one asked (at 8) and the
-// owner's bell (uint32 at 16, see Ring). An older build leaves the bell
-// alone: its waiters never ring, and a sticky owner then serves them when
-// its idle time is up, as it would without the bell.
+// owner's bell (uint32 at 16, see Ring) with the count of owners asleep on
+// it (uint32 at 20). An older build leaves the bell alone: its waiters
+// never ring, and a sticky owner then serves them when its idle time is
+// up, as it would without the bell; an older sticky owner does not count
+// itself, so a newer waiter's ring does not wake it, and it serves that
+// waiter at its idle time (2 ms) in the same way.
 const (
 	Seats     = 63
 	SeatSize  = 512

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -18,16 +19,72 @@ type Mailbox struct {
 	Dev, Ino uint64
 	path     string
 	reopen   func() (*os.File, error) // a second descriptor on the same inode (Open proved it)
+
+	// spare holds seat descriptors that a Leave gave back, holding no lock
+	// (see Leave), for the next Take of this process: opening one through
+	// /proc costs an open, an fstat, the os.File's two registration calls
+	// and a close per seated wait, a sixth of a contended cycle's system
+	// calls. At most spareMax are kept; Close closes them.
+	spareMu sync.Mutex
+	spare   []*os.File
+	closed  bool
 }
 
+// spareMax bounds the seat descriptors a mailbox keeps for reuse: one per
+// goroutine of this process waiting on this lock at once, beyond which a
+// Take opens a fresh one.
+const spareMax = 4
+
 // Close unmaps the mailbox and closes its descriptor (dropping any grant
-// lock of this descriptor).
+// lock of this descriptor) and the seat descriptors kept for reuse.
 func (m *Mailbox) Close() error {
 	if m == nil {
 		return nil
 	}
+	m.spareMu.Lock()
+	m.closed = true
+	for _, f := range m.spare {
+		f.Close()
+	}
+	m.spare = nil
+	m.spareMu.Unlock()
 	sys.Munmap(m.mem)
 	return m.f.Close()
+}
+
+// seatFile is a descriptor for a new seat: one a Leave gave back, or a
+// new open file description of the mailbox's inode.
+func (m *Mailbox) seatFile() (*os.File, error) {
+	m.spareMu.Lock()
+	if n := len(m.spare); n > 0 {
+		f := m.spare[n-1]
+		m.spare = m.spare[:n-1]
+		m.spareMu.Unlock()
+		return f, nil
+	}
+	m.spareMu.Unlock()
+	return m.reopen()
+}
+
+// putSeatFile keeps f, which holds no lock, for the next Take, or closes
+// it.
+func (m *Mailbox) putSeatFile(f *os.File) {
+	m.spareMu.Lock()
+	if !m.closed && len(m.spare) < spareMax {
+		m.spare = append(m.spare, f)
+		f = nil
+	}
+	m.spareMu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+}
+
+// Spares is how many seat descriptors are kept for reuse (for tests).
+func (m *Mailbox) Spares() int {
+	m.spareMu.Lock()
+	defer m.spareMu.Unlock()
+	return len(m.spare)
 }
 
 // Path is the mailbox's path, for messages.
@@ -113,7 +170,7 @@ func (m *Mailbox) Take(rec []byte, ticket int64) (*Seat, error) {
 	if len(rec) == 0 || len(rec) > MaxRecord {
 		return nil, ErrNoSeat
 	}
-	f, err := m.reopen()
+	f, err := m.seatFile()
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +207,7 @@ func (m *Mailbox) Take(rec []byte, ticket int64) (*Seat, error) {
 		}
 		return s, nil
 	}
-	f.Close()
+	m.putSeatFile(f) // it took no lock
 	return nil, ErrNoSeat
 }
 
@@ -214,8 +271,12 @@ func (s *Seat) Withdraw() bool {
 	}
 }
 
-// Leave ends the seat: idle, then the seat lock and the descriptor go.
-// Call it once, after Withdraw succeeded or after the grant was taken.
+// Leave ends the seat: idle, then the seat lock goes. Call it once, after
+// Withdraw succeeded or after the grant was taken. The descriptor is kept
+// for this process's next Take only when the unlock succeeded: it then
+// holds no lock at all (a seat descriptor never takes any other), so a
+// seat taken through it later is exactly as if freshly opened; otherwise
+// it is closed, which drops the lock for certain.
 func (s *Seat) Leave() {
 	w := s.m.wordAt(s.i)
 	for {
@@ -224,8 +285,11 @@ func (s *Seat) Leave() {
 			break
 		}
 	}
-	sys.OFDUnlock(int(s.f.Fd()), int64(s.i), 1)
-	s.f.Close()
+	if sys.OFDUnlock(int(s.f.Fd()), int64(s.i), 1) != nil {
+		s.f.Close()
+		return
+	}
+	s.m.putSeatFile(s.f)
 }
 
 // Grant is an owner's hand-off in progress to one seat.
@@ -346,9 +410,25 @@ func (m *Mailbox) bell() *uint32 {
 // moves on and whoever sleeps on it (BellWait) is woken, so the owner
 // hands the lock over at once instead of keeping it for the rest of its
 // idle time. A waiter rings after its seat is WAITING.
+//
+// The futex wake, a system call, is made only when an owner says it
+// sleeps on the bell (BellWait counts itself in and out): a seated waiter
+// rings at every seating, and an owner is rarely asleep there (with
+// waiters queued, a release hands over instead of keeping). Both sides use
+// sequentially consistent atomics: either this ring sees the sleeper's
+// count, or the sleeper's look at the bell, after its count, sees this
+// ring and does not sleep. A sleeper killed while counted leaves the
+// count up, which only makes every later ring wake (as without the count).
 func (m *Mailbox) Ring() {
 	atomic.AddUint32(m.bell(), 1)
-	sys.FutexWake(m.bell(), 1<<30)
+	if atomic.LoadUint32(m.bellSleepers()) != 0 {
+		sys.FutexWake(m.bell(), 1<<30)
+	}
+}
+
+// bellSleepers is the header word counting the owners in BellWait.
+func (m *Mailbox) bellSleepers() *uint32 {
+	return (*uint32)(unsafe.Pointer(&m.mem[Seats*SeatSize+20]))
 }
 
 // Bell reads the bell; the owner reads it before it looks for WAITING
@@ -358,6 +438,8 @@ func (m *Mailbox) Bell() uint32 { return atomic.LoadUint32(m.bell()) }
 
 // BellWait sleeps until the bell is no longer seen, or d passes.
 func (m *Mailbox) BellWait(seen uint32, d time.Duration) {
+	atomic.AddUint32(m.bellSleepers(), 1)
+	defer atomic.AddUint32(m.bellSleepers(), ^uint32(0))
 	if atomic.LoadUint32(m.bell()) != seen {
 		return
 	}

@@ -301,3 +301,109 @@ func TestChildWaiter(t *testing.T) {
 	t.Logf("granted after %s, %d sleeps", time.Since(start), sleeps.Load())
 	s.Leave()
 }
+
+// TestSeatDescriptorReused: Leave keeps a seat's descriptor for the next
+// Take of this process (no open per seated wait), and a kept descriptor
+// holds no lock: the seat it held is free to every other process at once,
+// and a Take through it locks only the seat it takes. A descriptor still
+// holding its old seat byte would make that seat look taken by a live
+// waiter for as long as the mailbox stays mapped.
+func TestSeatDescriptorReused(t *testing.T) {
+	t.Parallel()
+	d, _ := openDir(t)
+	owner := mustOpen(t, d)
+	waiter, err := Open(d, "state.json.lock", true) // closed below, once
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofd := int(owner.f.Fd())
+	s, err := waiter.Take([]byte(`{"w":1}`), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, i := s.f, s.Index()
+	if held, known := sys.OFDHeld(ofd, int64(i), 1); !held || !known {
+		t.Fatalf("seat %d: lock not seen (held %v, known %v)", i, held, known)
+	}
+	if !s.Withdraw() {
+		t.Fatal("could not withdraw")
+	}
+	s.Leave()
+	if n := waiter.Spares(); n != 1 {
+		t.Fatalf("%d descriptors kept after Leave, want 1", n)
+	}
+	if held, _ := sys.OFDHeld(ofd, int64(i), 1); held {
+		t.Fatalf("seat %d still locked by the kept descriptor", i)
+	}
+	// The next seat (another index) goes through the kept descriptor.
+	s2, err := waiter.Take([]byte(`{"w":2}`), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.f != first || waiter.Spares() != 0 {
+		t.Fatal("Take opened a new descriptor while one was kept")
+	}
+	if s2.Index() == i {
+		t.Fatal("setup: want another seat index")
+	}
+	if held, _ := sys.OFDHeld(ofd, int64(i), 1); held {
+		t.Fatalf("seat %d locked again by a Take of seat %d", i, s2.Index())
+	}
+	if held, known := sys.OFDHeld(ofd, int64(s2.Index()), 1); !held || !known {
+		t.Fatal("the new seat's lock is not seen")
+	}
+	g := owner.Grant(nil)
+	if g == nil || string(g.Record()) != `{"w":2}` {
+		t.Fatalf("%+v", g)
+	}
+	g.Done()
+	s2.Leave()
+	// Close closes the kept descriptors.
+	if err := waiter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if waiter.Spares() != 0 {
+		t.Fatal("Close kept descriptors")
+	}
+	if _, err := first.Stat(); err == nil {
+		t.Fatal("a kept descriptor outlived Close")
+	}
+}
+
+// TestRingWakesCountedSleeper: Ring makes its futex wake only for an owner
+// counted in BellWait, and that owner is woken (long before its 10 s);
+// the count goes back to zero when it returns, and a ring with nobody
+// asleep only moves the bell. A ring that skipped the wake for a sleeper
+// that counted itself would leave it asleep for its whole idle time.
+func TestRingWakesCountedSleeper(t *testing.T) {
+	t.Parallel()
+	d, _ := openDir(t)
+	owner := mustOpen(t, d)
+	waiter := mustOpen(t, d)
+	seen := owner.Bell()
+	waiter.Ring() // nobody asleep: the bell moves, no wake needed
+	if owner.Bell() == seen {
+		t.Fatal("the ring did not move the bell")
+	}
+	if n := atomic.LoadUint32(owner.bellSleepers()); n != 0 {
+		t.Fatalf("%d sleepers counted with nobody asleep", n)
+	}
+	seen = owner.Bell()
+	woke := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		owner.BellWait(seen, 10*time.Second)
+		woke <- time.Since(start)
+	}()
+	for atomic.LoadUint32(waiter.bellSleepers()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let it reach the futex
+	waiter.Ring()
+	if d := <-woke; d > 5*time.Second {
+		t.Fatalf("the owner asleep on the bell was not woken (%s)", d)
+	}
+	if n := atomic.LoadUint32(owner.bellSleepers()); n != 0 {
+		t.Fatalf("%d sleepers still counted after BellWait returned", n)
+	}
+}
