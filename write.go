@@ -33,6 +33,12 @@ type pendingFile struct {
 	fd       int    // the staged file, until closeFD
 	st       sys.Stat
 	data     []byte
+	// landedSt is the lstat with which landed proved that the name holds
+	// the staged inode, taken after the commit: finish returns it as the
+	// identity of what was written instead of looking again. A step that
+	// changes the inode's link count or ctime after landed (the link
+	// fallback's removal of the staging name) clears it.
+	landedSt *sys.Stat
 }
 
 // stage writes data under a private name beside base in dirfd, with mode
@@ -299,6 +305,7 @@ func (s *pendingFile) stillStaged() error {
 func (s *pendingFile) landed(residue ...string) error {
 	st, err := sys.Lstat(s.dirfd, s.base)
 	if err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+		s.landedSt = &st
 		return nil
 	}
 	s.closeFD()
@@ -416,7 +423,9 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	var pending error
 	if linked {
 		// The staging name is a second link to the published file; remove
-		// it only while it still names our inode.
+		// it only while it still names our inode. That changes the inode's
+		// link count and ctime: finish must look again.
+		s.landedSt = nil
 		hook.Fire(hook.BeforeCleanup, path)
 		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 			if err := sys.Unlink(p.fd, s.name); err != nil {
@@ -476,8 +485,17 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 		o.afterCommit()
 	}
 	hook.Fire(hook.Committed, s.path)
-	st, err := sys.Lstat(s.dirfd, s.base)
-	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
+	// The identity of what was written is the inode's stat after the
+	// commit. landed took it, proving the name held our inode, and nothing
+	// of ours changed the inode since: it is reused, not taken again (one
+	// lstat per write). A successor that replaced the name after landed
+	// does not change what this call wrote.
+	var st sys.Stat
+	if s.landedSt != nil {
+		st = *s.landedSt
+	} else if now, err := sys.Lstat(s.dirfd, s.base); err == nil && now.Dev == s.st.Dev && now.Ino == s.st.Ino {
+		st = now
+	} else {
 		st = s.st
 		if s.fd >= 0 {
 			if now, err := sys.Fstat(s.fd); err == nil {
