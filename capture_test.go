@@ -214,6 +214,16 @@ func testAdversarialPaths(t *testing.T) {
 			}
 			return err
 		}, nil},
+		// An exclusive create is opened without O_NONBLOCK (it never opens
+		// an existing object, so nothing planted can block it): it must
+		// answer promptly that the name is taken, whatever is there.
+		{"OpenFile O_WRONLY|O_CREATE|O_EXCL", func(p string) error {
+			f, err := OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}, func(adversary) Code { return CodeDestinationExists }},
 		{"UnlinkExact", func(p string) error { return UnlinkExact(p, some, "q") }, nil},
 		{"ReplaceExpected", func(p string) error { _, err := ReplaceExpected(p, []byte("new"), some); return err }, nil},
 		{"WriteFile", func(p string) error { _, err := WriteFile(p, []byte("new"), 0o600); return err }, nil},
