@@ -516,7 +516,8 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // (a symlink, FIFO, directory) is refused and left alone.
 //
 // The new file keeps the owner and group of the file it replaces (from an
-// lstat of path, which the rename then replaces), so that root's one-off
+// lstat of path, which the rename then replaces, or from the caller's
+// capture passed with Predecessor), so that root's one-off
 // write of a service's state file leaves it the service's. A caller that
 // cannot give it that owner (another uid's file, and the caller is not
 // root) or group (one the caller is not a member of) is refused with
@@ -568,7 +569,17 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 	}
 	defer p.close()
 	var prev *owner
-	if st, err := sys.Lstat(p.fd, base); err == nil {
+	if o.prev != nil {
+		// The caller's capture under its lock stands for the lstat (see
+		// Predecessor).
+		if !o.prev.Mode.IsRegular() {
+			return Identity{}, typeError(op, path, o.prev.Mode, "a regular file")
+		}
+		prev = &owner{uid: o.prev.Uid, gid: o.prev.Gid}
+	} else if st, err := sys.Lstat(p.fd, base); err == nil {
+		// Not a proof (the rename below replaces whatever is at the name
+		// by then): the owner and group the successor keeps, and the
+		// refusal of a non-regular file that is there now.
 		if !st.Mode.IsRegular() {
 			return Identity{}, typeError(op, path, st.Mode, "a regular file")
 		}
