@@ -58,6 +58,12 @@ func captureAt(op, path string, dirfd int, base string, keep bool) ([]byte, Iden
 	return captureAtMax(op, path, dirfd, base, keep, -1)
 }
 
+// captureAtMax's system calls, each with what it gives: an lstat of the
+// name (no proof: a courtesy that refuses a device or FIFO without opening
+// it, see openRegular); the no-follow, non-blocking openat; one fstat that
+// proves the descriptor's type, checks the size against max and is the
+// "before" of the read; the pread(s); the fstat after, which proves the
+// version unchanged during the read; close.
 func captureAtMax(op, path string, dirfd int, base string, keep bool, max int64) ([]byte, Identity, error) {
 	fd, st, err := openRegular(op, path, dirfd, base, os.O_RDONLY, 0)
 	if err != nil {
