@@ -214,6 +214,16 @@ func testAdversarialPaths(t *testing.T) {
 			}
 			return err
 		}, nil},
+		// An exclusive create is opened without O_NONBLOCK (it never opens
+		// an existing object, so nothing planted can block it): it must
+		// answer promptly that the name is taken, whatever is there.
+		{"OpenFile O_WRONLY|O_CREATE|O_EXCL", func(p string) error {
+			f, err := OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}, func(adversary) Code { return CodeDestinationExists }},
 		{"UnlinkExact", func(p string) error { return UnlinkExact(p, some, "q") }, nil},
 		{"ReplaceExpected", func(p string) error { _, err := ReplaceExpected(p, []byte("new"), some); return err }, nil},
 		{"WriteFile", func(p string) error { _, err := WriteFile(p, []byte("new"), 0o600); return err }, nil},
@@ -385,5 +395,112 @@ func TestCaptureRecordCap(t *testing.T) {
 	}
 	if data, _, err := d.CaptureRecord("big"); err != nil || len(data) != RecordCap {
 		t.Fatalf("CaptureRecord at the cap: %d bytes, %v", len(data), err)
+	}
+}
+
+// OpenCaptureRecord is OpenFile and CaptureRecordFile in one, with the
+// fstat that proves the type serving as the capture's first: it returns
+// what the two return, refuses what they refuse (an adversary at the name,
+// a file over RecordCap, a change during the read, a creating flag), and
+// the descriptor it returns is the inode the bytes came from. The changes
+// during the read are caught because the open's fstat is the "before" that
+// the fstat after the read is compared with, as in every capture.
+func TestOpenCaptureRecord(t *testing.T) {
+	dir := t.TempDir()
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rec := []byte(`{"pid":1,"start_time":"1"}`)
+	putFile(t, filepath.Join(dir, "rec"), rec)
+	for _, flag := range []int{os.O_RDONLY, os.O_RDWR} {
+		f, data, id, err := d.OpenCaptureRecord("rec", flag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := d.OpenFile("rec", flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gdata, gid, err := CaptureRecordFile(g)
+		g.Close()
+		if err != nil || !bytes.Equal(data, gdata) || !id.Equal(gid) || !bytes.Equal(data, rec) {
+			t.Fatalf("flag %#x: OpenCaptureRecord gave %q %v, OpenFile+CaptureRecordFile %q %v (%v)", flag, data, id, gdata, gid, err)
+		}
+		fdata, fid, err := CaptureRecordFile(f)
+		if err != nil || !bytes.Equal(fdata, rec) || !fid.Equal(id) {
+			t.Fatalf("the returned descriptor is not the captured inode: %v %v", fid, err)
+		}
+		f.Close()
+	}
+	for _, flag := range []int{os.O_RDWR | os.O_CREATE, os.O_RDWR | os.O_TRUNC, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE | os.O_EXCL} {
+		if _, _, _, err := d.OpenCaptureRecord("rec", flag); CodeOf(err) != CodeInvalidRequest {
+			t.Fatalf("flag %#x: %v, want invalid_request", flag, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "rec")); !bytes.Equal(got, rec) {
+		t.Fatalf("a refused flag changed the record: %q", got)
+	}
+
+	// Over the cap: refused after the one fstat, nothing read.
+	big := filepath.Join(dir, "big")
+	putFile(t, big, nil)
+	must(t, os.Truncate(big, 1<<30))
+	reads := 0
+	restore := setHook(hook.CaptureRead, func(string) { reads++ })
+	_, _, _, err = d.OpenCaptureRecord("big", os.O_RDONLY)
+	restore()
+	if CodeOf(err) != CodeRecordTooLarge || reads != 0 {
+		t.Fatalf("1 GiB record: %v after %d reads", err, reads)
+	}
+
+	// Changed during the read: grown, rewritten in place, replaced.
+	for name, mutate := range map[string]func(p string){
+		"grown during the read": func(p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			must(t, err)
+			f.Write([]byte("   "))
+			f.Close()
+		},
+		"same size, other bytes": func(p string) {
+			time.Sleep(2 * time.Millisecond)
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			must(t, err)
+			f.WriteAt(bytes.Repeat([]byte("x"), len(rec)), 0)
+			f.Close()
+		},
+	} {
+		p := filepath.Join(dir, "rec")
+		putFile(t, p, rec)
+		restore := setHook(hook.CaptureRead, func(string) { mutate(p) })
+		f, data, _, err := d.OpenCaptureRecord("rec", os.O_RDWR)
+		restore()
+		if CodeOf(err) != CodeChangedDuringRead || f != nil || data != nil {
+			t.Fatalf("%s: %v (file %v, %d bytes)", name, err, f != nil, len(data))
+		}
+	}
+
+	// Every adversary is refused promptly, with its code, untouched.
+	for _, a := range adversaries {
+		t.Run(a.name, func(t *testing.T) {
+			sub := t.TempDir()
+			a.make(t, filepath.Join(sub, "target"))
+			sd, err := OpenDir(sub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sd.Close()
+			before := snapshotDir(t, sub)
+			err = within(t, time.Second, func() error {
+				f, _, _, err := sd.OpenCaptureRecord("target", os.O_RDWR)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			})
+			wantCode(t, err, a.code)
+			wantUnchanged(t, sub, before)
+		})
 	}
 }

@@ -21,7 +21,8 @@
 // Every path is resolved one component at a time from a directory
 // descriptor (on Linux in one openat2 call with RESOLVE_NO_SYMLINKS), and a
 // symlink in any component, the last included, is refused (reparse_point),
-// as is "..". Files are opened with O_NOFOLLOW|O_NONBLOCK and their type is
+// as is "..". Files are opened with O_NOFOLLOW|O_NONBLOCK (an exclusive
+// create, which can only make a new file, without O_NONBLOCK) and their type is
 // proved from the descriptor, so a FIFO, socket or device planted at a path
 // is refused without blocking. Failures are *[Error] values with one of the
 // outcome codes shared with the TypeScript peers (not_found,

@@ -9,6 +9,9 @@ type writeOptions struct {
 	beforeCommit func() error
 	afterCommit  func()
 	exactPerm    bool
+	// prev is the caller's capture of the file WriteFile replaces (see
+	// Predecessor); nil: WriteFile lstats the name.
+	prev *Identity
 }
 
 // ExactPerm makes Publish and WriteFile give the new file exactly perm,
@@ -18,6 +21,28 @@ type writeOptions struct {
 // and open(2) narrow it, so 0o666 gives 0644 under the usual 022.
 func ExactPerm() WriteOption {
 	return func(o *writeOptions) { o.exactPerm = true }
+}
+
+// Predecessor tells WriteFile that the caller has just captured the file
+// it replaces, with the identity id (from Capture, through the descriptor
+// its bytes were read by), and that the writers of the file take turns
+// under a lock the caller holds. WriteFile then takes the successor's
+// owner and group (and refuses a non-regular file) from id instead of
+// lstatting the name again: one system call fewer per write for a
+// read-modify-write under a lock (statelock's Update), where nothing that
+// honours the lock can have replaced the file between the capture and the
+// write. The owner rule WriteFile describes is unchanged; it rests on the
+// caller's capture instead of a later lstat, which an outside writer
+// could race just as well. A zero id (no file was there) is ignored: the
+// name is then looked at as without the option, so that a file that
+// appeared meanwhile keeps its owner. Publish and ReplaceExpected ignore
+// it (Publish replaces nothing; ReplaceExpected captures the file itself).
+func Predecessor(id Identity) WriteOption {
+	return func(o *writeOptions) {
+		if id != (Identity{}) {
+			o.prev = &id
+		}
+	}
 }
 
 // perm is the mode a new file gets for the perm its caller passed: perm

@@ -129,6 +129,9 @@ func TestReplaceKeepsOwnerAsRoot(t *testing.T) {
 		"ReplaceExpected": func(p string, data []byte, old Identity) (Identity, error) {
 			return ReplaceExpected(p, data, old)
 		},
+		"WriteFile with Predecessor": func(p string, data []byte, old Identity) (Identity, error) {
+			return WriteFile(p, data, old.Mode.Perm(), Predecessor(old))
+		},
 	}
 	for _, c := range cases {
 		for opName, op := range ops {
@@ -350,4 +353,48 @@ func TestReplaceInSharedStickyDir(t *testing.T) {
 			})
 		}
 	}
+}
+
+// With Predecessor, WriteFile takes the successor's owner from the
+// caller's capture and does not look at the name again (the lstat it
+// saves): a file put at the name after the capture, owned by root, does
+// not change who the successor belongs to. A zero Predecessor (nothing
+// was there) is no promise: the name is looked at, and a file that
+// appeared keeps its owner. An identity that is not a regular file's is
+// refused with nothing changed. Fails if Predecessor is ignored: the
+// successor is root's.
+func TestWriteFilePredecessorStandsForTheLstat(t *testing.T) {
+	testfs.RequireRoot(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
+	old := putOwned(t, p, []byte("old"), 65534, 65534, 0o600)
+	// Outside the lock, root puts a file of its own at the name.
+	if err := os.WriteFile(p+".tmp", []byte("root's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+	_, roots := mustCapture(t, p)
+	data := []byte(`{"n":2}`)
+	if _, err := WriteFile(p, data, 0o600, Predecessor(old)); err != nil {
+		t.Fatal(err)
+	}
+	wantOwned(t, "WriteFile with Predecessor", p, data, roots, 65534, 65534, 0o600)
+
+	q := filepath.Join(dir, "appeared.json")
+	qold := putOwned(t, q, []byte("old"), 65534, 65534, 0o600)
+	if _, err := WriteFile(q, data, 0o600, Predecessor(Identity{})); err != nil {
+		t.Fatal(err)
+	}
+	wantOwned(t, "WriteFile with a zero Predecessor", q, data, qold, 65534, 65534, 0o600)
+
+	dirID := old
+	dirID.Mode = os.ModeDir | 0o700
+	_, err := WriteFile(p, []byte("no"), 0o600, Predecessor(dirID))
+	wantCode(t, err, CodeNotRegularFile)
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatalf("a refused write changed the file: %q", got)
+	}
+	wantListing(t, dir, "appeared.json", "state.json")
 }

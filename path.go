@@ -563,7 +563,9 @@ func (d *Dir) ReadDirNames() ([]string, error) {
 // OpenFile opens the regular file at path with the os.O_* flags, adding
 // O_NOFOLLOW, O_NONBLOCK and O_CLOEXEC, walking no symlink, and proving from
 // the descriptor that it is a regular file. The descriptor is in blocking
-// mode only as far as regular files ever block.
+// mode only as far as regular files ever block. An exclusive create
+// (O_CREATE|O_EXCL) is opened without O_NONBLOCK: it can only make a new
+// regular file, never open a FIFO or device that is already there.
 func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	return openFile(nil, path, flag, perm)
 }

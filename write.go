@@ -33,6 +33,12 @@ type pendingFile struct {
 	fd       int    // the staged file, until closeFD
 	st       sys.Stat
 	data     []byte
+	// landedSt is the lstat with which landed proved that the name holds
+	// the staged inode, taken after the commit: finish returns it as the
+	// identity of what was written instead of looking again. A step that
+	// changes the inode's link count or ctime after landed (the link
+	// fallback's removal of the staging name) clears it.
+	landedSt *sys.Stat
 }
 
 // stage writes data under a private name beside base in dirfd, with mode
@@ -299,6 +305,7 @@ func (s *pendingFile) stillStaged() error {
 func (s *pendingFile) landed(residue ...string) error {
 	st, err := sys.Lstat(s.dirfd, s.base)
 	if err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
+		s.landedSt = &st
 		return nil
 	}
 	s.closeFD()
@@ -416,7 +423,9 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	var pending error
 	if linked {
 		// The staging name is a second link to the published file; remove
-		// it only while it still names our inode.
+		// it only while it still names our inode. That changes the inode's
+		// link count and ctime: finish must look again.
+		s.landedSt = nil
 		hook.Fire(hook.BeforeCleanup, path)
 		if st, err := sys.Lstat(p.fd, s.name); err == nil && st.Dev == s.st.Dev && st.Ino == s.st.Ino {
 			if err := sys.Unlink(p.fd, s.name); err != nil {
@@ -476,8 +485,17 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 		o.afterCommit()
 	}
 	hook.Fire(hook.Committed, s.path)
-	st, err := sys.Lstat(s.dirfd, s.base)
-	if err != nil || st.Dev != s.st.Dev || st.Ino != s.st.Ino {
+	// The identity of what was written is the inode's stat after the
+	// commit. landed took it, proving the name held our inode, and nothing
+	// of ours changed the inode since: it is reused, not taken again (one
+	// lstat per write). A successor that replaced the name after landed
+	// does not change what this call wrote.
+	var st sys.Stat
+	if s.landedSt != nil {
+		st = *s.landedSt
+	} else if now, err := sys.Lstat(s.dirfd, s.base); err == nil && now.Dev == s.st.Dev && now.Ino == s.st.Ino {
+		st = now
+	} else {
 		st = s.st
 		if s.fd >= 0 {
 			if now, err := sys.Fstat(s.fd); err == nil {
@@ -498,7 +516,8 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 // (a symlink, FIFO, directory) is refused and left alone.
 //
 // The new file keeps the owner and group of the file it replaces (from an
-// lstat of path, which the rename then replaces), so that root's one-off
+// lstat of path, which the rename then replaces, or from the caller's
+// capture passed with Predecessor), so that root's one-off
 // write of a service's state file leaves it the service's. A caller that
 // cannot give it that owner (another uid's file, and the caller is not
 // root) or group (one the caller is not a member of) is refused with
@@ -541,6 +560,20 @@ func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode, opts ...Writ
 	return writeFile(d, name, data, perm, makeOptions(opts))
 }
 
+// writeFile's system calls, each with what it proves (issue 25 counted
+// them; none is left that proves nothing):
+//   - lstat of the name: no proof, the successor's owner and group and the
+//     refusal of a non-regular file there now (skipped with Predecessor);
+//   - openat O_CREAT|O_EXCL and fstat of the new descriptor: the staged
+//     inode, recorded before anything else, which stillStaged, landed and
+//     discard compare names against (and own its owner and mode against);
+//   - write, then fsync: the bytes are on disk before a name points at them;
+//   - (fchown, fchmod only where own must change something);
+//   - lstat of the staging name (stillStaged): the rename moves our file;
+//   - rename, then lstat of the name (landed): the name holds our file, and
+//     that lstat is also the returned identity (finish does not look again);
+//   - fsync of the directory: the rename survives a power cut;
+//   - close.
 func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
 	const op = "write"
 	path := d.join(name)
@@ -550,7 +583,17 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 	}
 	defer p.close()
 	var prev *owner
-	if st, err := sys.Lstat(p.fd, base); err == nil {
+	if o.prev != nil {
+		// The caller's capture under its lock stands for the lstat (see
+		// Predecessor).
+		if !o.prev.Mode.IsRegular() {
+			return Identity{}, typeError(op, path, o.prev.Mode, "a regular file")
+		}
+		prev = &owner{uid: o.prev.Uid, gid: o.prev.Gid}
+	} else if st, err := sys.Lstat(p.fd, base); err == nil {
+		// Not a proof (the rename below replaces whatever is at the name
+		// by then): the owner and group the successor keeps, and the
+		// refusal of a non-regular file that is there now.
 		if !st.Mode.IsRegular() {
 			return Identity{}, typeError(op, path, st.Mode, "a regular file")
 		}

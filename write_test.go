@@ -380,3 +380,39 @@ func TestNameTooLongToStage(t *testing.T) {
 		})
 	}
 }
+
+// Every write returns the identity of what is at the name once it returns
+// (ctime and link count included: a compare-and-swap loop passes it to
+// ReplaceExpected, which compares every field). finish reuses the stat
+// landed took after the commit; the link fallback then removes the
+// staging name, which changes the inode's link count and ctime, so the
+// stat must be taken again there: without that, Publish's link fallback
+// returns Nlink 2.
+func TestWriteIdentityIsWhatLanded(t *testing.T) {
+	dir := t.TempDir()
+	check := func(what, path string, got Identity, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		_, now := mustCapture(t, path)
+		if !got.Equal(now) {
+			t.Fatalf("%s returned an identity that is not the file at the name: %s", what, got.diff(now))
+		}
+	}
+	p := filepath.Join(dir, "f")
+	id, err := Publish(p, []byte("one"), 0o600)
+	check("Publish", p, id, err)
+	id, err = WriteFile(p, []byte("two"), 0o600)
+	check("WriteFile", p, id, err)
+	id, err = ReplaceExpected(p, []byte("three"), id)
+	check("ReplaceExpected", p, id, err)
+	id, err = ReplaceExpected(p, []byte("four"), id)
+	check("ReplaceExpected of ReplaceExpected's identity", p, id, err)
+
+	restore := setHook(hook.ForceLinkFallback, func(string) {})
+	defer restore()
+	q := filepath.Join(dir, "g")
+	id, err = Publish(q, []byte("linked"), 0o600)
+	check("Publish by the link fallback", q, id, err)
+}

@@ -33,12 +33,25 @@ func retry(f func() error) error {
 }
 
 // Open opens name relative to dirfd. It always adds O_NOFOLLOW and O_CLOEXEC,
-// and O_NONBLOCK so that a FIFO planted at the name cannot block the caller.
+// and O_NONBLOCK so that a FIFO planted at the name cannot block the caller
+// (except on an exclusive create, where nothing planted can be opened).
 // flag uses the os.O_* constants.
 func Open(dirfd int, name string, flag int, perm uint32) (int, error) {
+	// O_NONBLOCK keeps a FIFO or device planted at name from blocking the
+	// open. An exclusive create never opens an existing object (O_EXCL
+	// with O_CREAT fails with EEXIST on anything at name, a symlink
+	// included), so it is left out there: the descriptor of the new
+	// regular file is then in blocking mode, and os.NewFile wraps it
+	// without trying to register it with the runtime's poller (an F_GETFL
+	// answered, then an epoll_ctl that fails with EPERM on a regular file:
+	// one system call per exclusive create saved).
+	nonblock := unix.O_NONBLOCK
+	if flag&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+		nonblock = 0
+	}
 	var fd int
 	err := retry(func() (err error) {
-		fd, err = unix.Openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, perm)
+		fd, err = unix.Openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|nonblock, perm)
 		return err
 	})
 	return fd, err
