@@ -20,7 +20,7 @@ type acquisition struct {
 	bo      wake.Backoff // the sleeps while a holder keeps the lock
 	claimBo wake.Backoff // the sleeps while the transition claim is busy
 	w       *wake.Watch
-	tk      *ticket
+	tk      *wake.Ticket
 	// armed is whether the watch and the place in the queue were set up
 	// (after the first contention). It is not w != nil: where inotify is
 	// unavailable the watch is nil for good, and every wait after the
@@ -58,12 +58,12 @@ type tried struct {
 }
 
 // end gives back the watch and the place in the queue.
-func (a *acquisition) end() { a.w.Close(); a.tk.leave() }
+func (a *acquisition) end() { a.w.Close(); a.l.leave(a.tk) }
 
 // try makes one attempt. It only looks, without taking the claim, when it
 // can tell the lock is not for it now: a new caller at a holder the kernel
 // vouches for, or at waiters that have waited long enough to go first
-// (queue.go) (taking the claim while the lock is held would only write
+// (wake.Queue) (taking the claim while the lock is held would only write
 // records for nothing, and every such write is more for the holder's fsync
 // to flush); a queued waiter that is not first; a waiter on a holder, so
 // that waiters do not crowd the claim the holder needs to release.

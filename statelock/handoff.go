@@ -234,13 +234,13 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 		return false, false, nil
 	}
 	defer done()
-	if mb.Waiting() > 0 && ticketNow()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
+	if mb.Waiting() > 0 && wake.Now()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
 		// A reference contender is polling: hand-offs would pass F.lock
 		// from Go owner to Go owner for as long as Go waiters queue and
 		// it would never see a tombstone. Release the reference way and
 		// hold Go takers of the tombstone back for one of its backoff
 		// steps (SPEC §4.8.3 asks the same of sticky ownership).
-		mb.Yield(ticketNow() + int64(referenceYield))
+		mb.Yield(wake.Now() + int64(referenceYield))
 		return false, true, nil
 	}
 	var refused [wake.Seats]bool
@@ -316,7 +316,7 @@ func (l *locker) nudge() {
 		return
 	}
 	if mb, done := l.mailbox(false); mb != nil {
-		if !mb.Yielding(ticketNow()) {
+		if !mb.Yielding(wake.Now()) {
 			mb.Nudge()
 		}
 		done()
@@ -391,7 +391,7 @@ func (l *locker) yielding() bool {
 	// kills the process (SIGSEGV; the chaos soak at scale 3 found it).
 	mailboxes.Lock()
 	e := mailboxes.m[key]
-	on := e != nil && e.mb.Yielding(ticketNow())
+	on := e != nil && e.mb.Yielding(wake.Now())
 	mailboxes.Unlock()
 	hook.Fire(hook.LockYieldLook, l.lockPath)
 	if !on {
@@ -483,7 +483,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	}
 	defer done()
 	if a.arrived == 0 {
-		a.arrived = max(1, ticketNow())
+		a.arrived = max(1, wake.Now())
 	}
 	seat, err := mb.Take(b, a.arrived)
 	if err != nil {

@@ -514,7 +514,7 @@ func TestYieldLookSurvivesIdleUnmap(t *testing.T) {
 	if mb == nil {
 		t.Fatal("no mailbox")
 	}
-	mb.Yield(ticketNow() + int64(time.Minute))
+	mb.Yield(wake.Now() + int64(time.Minute))
 	done()
 	unmapped := 0
 	defer hook.Set(hook.LockYieldLook, func(string) {

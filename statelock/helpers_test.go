@@ -81,3 +81,7 @@ func seatsWaiting(dir, lockName string) int {
 	defer mb.Close()
 	return mb.Waiting()
 }
+
+// testQueue is the waiter queue every call of these tests uses, with
+// newConfig's default knobs.
+var testQueue = wake.NewQueue(queueBase)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // DefaultWait is the wait budget of Lock, With and Update when neither
@@ -34,10 +35,13 @@ type config struct {
 	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
 	noGroup bool
 	probe   liveness.Prober // tests only (withProber)
+	// queue: the waiter queue of processes not seated in the mailbox, with
+	// its knobs (wake.NewQueue's defaults; tests change them per call).
+	queue wake.Queue
 }
 
 func newConfig(opts []Option) config {
-	c := config{wait: DefaultWait}
+	c := config{wait: DefaultWait, queue: wake.NewQueue(queueBase)}
 	for _, o := range opts {
 		o(&c)
 	}

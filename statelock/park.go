@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // A released record's descriptor is parked rather than closed, so that the
@@ -20,7 +21,7 @@ import (
 // waiter is woken only to find the lock taken again, and while it looks it
 // takes the transition claim from under the process that is re-acquiring.
 // So Unlock decides (parkRecord):
-//   - a waiter has waited longer than bargeWindow, or the release is
+//   - a waiter has waited longer than the queue's Barge, or the release is
 //     Update's early one and this process's directory fsyncs take longer
 //     than handoffDelay (it will not be back sooner): close now, its turn;
 //   - waiters younger than that: park for handoffDelay; if this process
@@ -128,15 +129,15 @@ func (l *locker) takeParked(name string) *os.File {
 // release, when its directory fsyncs take longer than handoffDelay:
 // lastDirSync), so a queued waiter is woken at once instead of after
 // handoffDelay: parking would only delay the hand-off.
-func parkRecord(f *os.File, id exactfs.Identity, away bool) {
+func (l *locker) parkRecord(f *os.File, id exactfs.Identity, away bool) {
 	idle := parkIdle
-	switch anyLock(f.Fd()) {
-	case lockedByWaiter:
+	switch who, _ := l.cfg.queue.Who(int(f.Fd())); who {
+	case wake.Waiter:
 		idle = handoffDelay
-		if away || queueAheadFd(f.Fd(), ticketNow()-int64(bargeWindow)) {
+		if away || l.cfg.queue.Starving(int(f.Fd())) {
 			idle = 0
 		}
-	case lockedByHolder:
+	case wake.Holder:
 		// Someone took the lock already; its release wakes the waiters.
 	}
 	park([2]uint64{id.Dev, id.Ino}, f, idle)

@@ -98,7 +98,7 @@ func TestParkedRecordNotUsedAfterReplace(t *testing.T) {
 
 // How a release treats the first waiter, whose wake is the close of the
 // releaser's written descriptor of F.lock (IN_CLOSE_WRITE): a waiter queued
-// for longer than bargeWindow is woken by the release itself; a younger one
+// for longer than testQueue.Barge is woken by the release itself; a younger one
 // only after handoffDelay, unless this process locks again first (then it
 // is not woken at all: the lock is taken again); with no waiter, nothing is
 // closed.
@@ -133,14 +133,14 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 		t.Fatal("no waiter: the release closed F.lock, or parked nothing")
 	}
 
-	old := plantTicket(t, e, 2*bargeWindow)
+	old := plantTicket(t, e, 2*testQueue.Barge)
 	cycle()
 	if !closed() || len(parkedOn(t, e.lock)) != 0 {
-		t.Fatal("a waiter older than bargeWindow was not woken by the release")
+		t.Fatal("a waiter older than testQueue.Barge was not woken by the release")
 	}
 	old.Close()
 
-	young := plantTicket(t, e, bargeWindow/10)
+	young := plantTicket(t, e, testQueue.Barge/10)
 	defer young.Close()
 	cycle()
 	if closed() || len(parkedOn(t, e.lock)) != 1 {

@@ -376,8 +376,8 @@ func (l *locker) yieldToReference() {
 		return
 	}
 	defer done()
-	if ticketNow()-mb.LastYield() > int64(referenceYieldEvery) {
-		mb.Yield(ticketNow() + int64(referenceYield))
+	if wake.Now()-mb.LastYield() > int64(referenceYieldEvery) {
+		mb.Yield(wake.Now() + int64(referenceYield))
 	}
 }
 
