@@ -262,7 +262,7 @@ func (l *locker) look() (c *contention, skipped bool) {
 		return nil, false
 	}
 	defer done()
-	switch who, start := l.cfg.queue.Who(fd); who {
+	switch who, start := l.cfg.policy.Who(fd); who {
 	case wake.Holder:
 		c := heldByKernel()
 		c.slot = start >= slotBase // a kernel slot (SPEC §4.8.1): a Go cohort owner's, or a seated waiter's
@@ -272,7 +272,7 @@ func (l *locker) look() (c *contention, skipped bool) {
 		if held, _ := ofdHeldFd(uintptr(fd)); held {
 			return heldByKernel(), false
 		}
-		if l.cfg.queue.Starving(fd) {
+		if l.cfg.policy.Starving(fd) {
 			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
 		}
 	}

@@ -82,7 +82,7 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 	o.data = string(buf[:n])
 	o.held, o.heldKnown = ofdHeldFd(uintptr(fd))
 	if tk != nil && tk.Fd == fd {
-		o.ahead = l.cfg.queue.Ahead(fd, tk.N)
+		o.ahead = l.cfg.policy.Ahead(fd, tk.N)
 	}
 	return o
 }

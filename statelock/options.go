@@ -35,13 +35,14 @@ type config struct {
 	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
 	noGroup bool
 	probe   liveness.Prober // tests only (withProber)
-	// queue: the waiter queue of processes not seated in the mailbox, with
-	// its knobs (wake.NewQueue's defaults; tests change them per call).
-	queue wake.Queue
+	// policy: the waiting of processes not seated in the mailbox (the
+	// queue, when a release wakes the first waiter), with its knobs
+	// (wake.NewPolicy's defaults; tests change them per call: withPolicy).
+	policy wake.Policy
 }
 
 func newConfig(opts []Option) config {
-	c := config{wait: DefaultWait, queue: wake.NewQueue(queueBase)}
+	c := config{wait: DefaultWait, policy: wake.NewPolicy(queueBase)}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -118,3 +119,6 @@ func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on 
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on
 // disk.
 func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }
+
+// withPolicy changes the waiting policy's knobs (tests only).
+func withPolicy(set func(*wake.Policy)) Option { return func(c *config) { set(&c.policy) } }

@@ -26,7 +26,7 @@ func (l *locker) join(t *wake.Ticket) *wake.Ticket {
 	if p.fd < 0 {
 		return t
 	}
-	if !l.cfg.queue.Move(t, p.fd, p.ino) {
+	if !l.cfg.policy.Move(t, p.fd, p.ino) {
 		p.close()
 	}
 	return t
@@ -44,9 +44,9 @@ func (l *locker) first(t *wake.Ticket) bool {
 			l.join(t)
 		}
 	}
-	return l.cfg.queue.First(t)
+	return l.cfg.policy.First(t)
 }
 
 // leave drops the caller's place in the queue (wake.Queue.Drop says why
 // the order of unlock and close matters).
-func (l *locker) leave(t *wake.Ticket) { l.cfg.queue.Drop(t) }
+func (l *locker) leave(t *wake.Ticket) { l.cfg.policy.Drop(t) }

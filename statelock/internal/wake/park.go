@@ -1,0 +1,56 @@
+package wake
+
+import "time"
+
+// Policy is the waiting policy of the reference path, the one a waiter
+// that is not seated in the mailbox meets: the Queue it joins, and when a
+// release wakes its first waiter.
+//
+// That waiter is woken by the close of the releaser's written descriptor
+// of the record (IN_CLOSE_WRITE, watch.go). A releaser that takes the lock
+// again at once, as a process that updates in a loop does, would wake it
+// only to find the lock taken again, and while it looks it takes the
+// transition claim from under the process that is re-acquiring. So the
+// releaser keeps the descriptor open (parked) for a while, and Linger
+// decides how long:
+//   - a waiter has waited longer than Barge, or the releaser is away (it
+//     will not be back sooner than HandoffDelay): close now, its turn;
+//   - waiters younger than that: HandoffDelay; if the releaser has not
+//     taken the lock back by then, the close wakes the first waiter a
+//     moment later than it would have;
+//   - no waiter (or a new holder already, whose release wakes them):
+//     ParkIdle.
+//
+// The knobs are fields, not package variables, so tests that change them
+// run in parallel. Take NewPolicy's and change what the caller needs.
+type Policy struct {
+	Queue
+	ParkIdle     time.Duration // how long an unused released descriptor is kept
+	HandoffDelay time.Duration // how long a young waiter waits for a releaser that may take the lock back
+}
+
+// Defaults of Policy's own knobs.
+const (
+	DefaultParkIdle     = time.Second
+	DefaultHandoffDelay = 500 * time.Microsecond
+)
+
+// NewPolicy is the policy whose queue's tickets begin at base, with the
+// default knobs.
+func NewPolicy(base int64) Policy {
+	return Policy{Queue: NewQueue(base), ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay}
+}
+
+// Linger is how long a released record's descriptor, fd (its lock already
+// dropped), stays open before its close wakes the first waiter queued on
+// its inode; 0: close it now. away says the releaser is not about to lock
+// again.
+func (p *Policy) Linger(fd int, away bool) time.Duration {
+	if who, _ := p.Who(fd); who == Waiter {
+		if away || p.Starving(fd) {
+			return 0
+		}
+		return p.HandoffDelay
+	}
+	return p.ParkIdle
+}
