@@ -83,7 +83,7 @@ func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error)
 	}
 	if c == nil && !a.once && (l.yielding() || l.stickyYielding()) {
 		// Go yields a tombstone to a reference contender for a moment
-		// (handoff.go, referenceYield).
+		// (handoff.go, the policy's Yield).
 		c, how = &contention{reason: ReasonOwnerLive, holder: "a TypeScript contender's turn"}, tried{skipped: true}
 	}
 	if c == nil {

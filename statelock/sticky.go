@@ -238,19 +238,19 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	}
 	if _, err := sys.Lstat(l.dir.Fd(), l.claim); err == nil {
 		hook.Fire(hook.LockStickyClaimSeen, l.lockPath)
-		e.yieldUntil = time.Now().Add(referenceYield)
+		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
 		l.yieldToReference()
 		return stickyClaim
 	}
-	if time.Since(e.yieldUntil) > referenceYieldEvery && l.referencePolling() {
+	if time.Since(e.yieldUntil) > l.cfg.policy.YieldEvery && l.referencePolling() {
 		// Its claim is not there at this instant, but its sidecar was
 		// written since our last release (handoff.go): a reference
 		// contender polls between its backoff sleeps. Keeping would
 		// show it a live owner at every attempt; it gets the tombstone
 		// and a yield instead, as at a claim directory; at most one
-		// yield every referenceYieldEvery, as the hand-off spaces them,
+		// yield every YieldEvery (the policy), as the hand-off spaces them,
 		// or Go would crawl beside a contender that polls all the time.
-		e.yieldUntil = time.Now().Add(referenceYield)
+		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
 		l.yieldToReference()
 		return stickyNo
 	}
@@ -366,9 +366,9 @@ func (e *stickyEntry) watch(key mailboxKey) {
 }
 
 // yieldToReference asks the Go takers of other processes to stay off the
-// tombstone for referenceYield (a reference contender polls), through the
+// tombstone for the policy's Yield (a reference contender polls), through the
 // mailbox's yield that the hand-off asks too (handoff.go), unless one was
-// asked within referenceYieldEvery. Without a mailbox there are no Go
+// asked within its YieldEvery. Without a mailbox there are no Go
 // waiters of other processes to hold back.
 func (l *locker) yieldToReference() {
 	mb, done := l.mailbox(false)
@@ -376,8 +376,8 @@ func (l *locker) yieldToReference() {
 		return
 	}
 	defer done()
-	if wake.Now()-mb.LastYield() > int64(referenceYieldEvery) {
-		mb.Yield(wake.Now() + int64(referenceYield))
+	if wake.Now()-mb.LastYield() > int64(l.cfg.policy.YieldEvery) {
+		mb.Yield(wake.Now() + int64(l.cfg.policy.Yield))
 	}
 }
 

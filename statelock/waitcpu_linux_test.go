@@ -240,7 +240,7 @@ func TestWaiterQuietWithoutInotify(t *testing.T) {
 			if tc.name == "exactfs holder" && cohortKernel() {
 				// Behind a Go cohort holder the waiter is seated in the
 				// mailbox (handoff.go): it sleeps on its futex, bounded
-				// by handoffPoll, and looks at the holder's slot there
+				// by the policy's SeatPoll, and looks at the holder's slot there
 				// instead of attempting (a holder's death is noticed
 				// there: TestHandoffHolderKilledWhileSeated).
 				checkQuietSeated(t, r)

@@ -23,22 +23,51 @@ import "time"
 //
 // The knobs are fields, not package variables, so tests that change them
 // run in parallel. Take NewPolicy's and change what the caller needs.
+//
+// Beside them, the cohort's (SPEC §4.8) knobs of the same kind:
+//   - SeatPoll bounds a seated waiter's sleep (DefaultPoll): a lost wake, a
+//     granter that died, or a holder that released without nudging (an
+//     older exactfs, a TypeScript reclaimer) costs at most this;
+//   - ReferenceRecent, Yield and YieldEvery are the fairness towards
+//     reference contenders (TypeScript peers, older exactfs on the
+//     reference path): one that polls rewrites the claim's sidecar at each
+//     attempt (its record in, its tombstone out), which Go cohort members
+//     never do (§4.8.4), so a sidecar written within ReferenceRecent means
+//     one is polling; its backoff grows to 100 ms between attempts, so Go
+//     takers stay off a tombstone for Yield to let its next attempt find
+//     it. Yields are spaced by YieldEvery (from the end of the last one
+//     asked), so that a reference contender gets a turn at least that
+//     often beside Go waiters that would otherwise hand the lock on among
+//     themselves, without Go waiting out a yield after every cycle.
 type Policy struct {
 	Queue
 	ParkIdle     time.Duration // how long an unused released descriptor is kept
 	HandoffDelay time.Duration // how long a young waiter waits for a releaser that may take the lock back
+
+	SeatPoll        time.Duration // the longest first sleep of a seated waiter
+	ReferenceRecent time.Duration // a sidecar written this recently: a reference contender polls
+	Yield           time.Duration // how long Go takers stay off a tombstone for it
+	YieldEvery      time.Duration // the least time between two yields
 }
 
 // Defaults of Policy's own knobs.
 const (
-	DefaultParkIdle     = time.Second
-	DefaultHandoffDelay = 500 * time.Microsecond
+	DefaultParkIdle        = time.Second
+	DefaultHandoffDelay    = 500 * time.Microsecond
+	DefaultReferenceRecent = 250 * time.Millisecond
+	DefaultYield           = 120 * time.Millisecond
+	DefaultYieldEvery      = 100 * time.Millisecond
 )
 
 // NewPolicy is the policy whose queue's tickets begin at base, with the
 // default knobs.
 func NewPolicy(base int64) Policy {
-	return Policy{Queue: NewQueue(base), ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay}
+	return Policy{
+		Queue:    NewQueue(base),
+		ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay,
+		SeatPoll:        DefaultPoll,
+		ReferenceRecent: DefaultReferenceRecent, Yield: DefaultYield, YieldEvery: DefaultYieldEvery,
+	}
 }
 
 // Linger is how long a released record's descriptor, fd (its lock already
