@@ -35,14 +35,16 @@ type config struct {
 	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
 	noGroup bool
 	probe   liveness.Prober // tests only (withProber)
-	// policy: the waiting of processes not seated in the mailbox (the
-	// queue, when a release wakes the first waiter), with its knobs
-	// (wake.NewPolicy's defaults; tests change them per call: withPolicy).
-	policy wake.Policy
+	// policy: the waiting policy (the queue of waiters not seated in the
+	// mailbox, when a release wakes the first of them, the cohort's polls
+	// and yields), with its knobs: defaultPolicy unless a test gave its
+	// own copy (withPolicy). A pointer, so that a locker, made per call,
+	// stays as small as before.
+	policy *wake.Policy
 }
 
 func newConfig(opts []Option) config {
-	c := config{wait: DefaultWait, policy: wake.NewPolicy(queueBase)}
+	c := config{wait: DefaultWait, policy: &defaultPolicy}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -120,5 +122,15 @@ func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on 
 // disk.
 func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }
 
-// withPolicy changes the waiting policy's knobs (tests only).
-func withPolicy(set func(*wake.Policy)) Option { return func(c *config) { set(&c.policy) } }
+// defaultPolicy is the waiting policy of every call: wake.NewPolicy's
+// defaults. Never written: withPolicy changes a copy.
+var defaultPolicy = wake.NewPolicy(queueBase)
+
+// withPolicy changes the waiting policy's knobs of one call (tests only).
+func withPolicy(set func(*wake.Policy)) Option {
+	return func(c *config) {
+		p := *c.policy
+		set(&p)
+		c.policy = &p
+	}
+}
