@@ -251,8 +251,8 @@ func heldByKernel() *contention {
 // look is a new caller's first look at F.lock, through the process's
 // shared read-only descriptor on it (lookProbe: nothing is opened or closed
 // per call, so no waiter is woken): a holder the kernel vouches for (wait
-// for it), a waiter queued for longer than the queue's Barge (queue behind it:
-// skipped), or neither (nil: attempt, even past younger waiters).
+// for it), a waiter queued for longer than the queue's Barge (queue behind
+// it: skipped), or neither (nil: attempt, even past younger waiters).
 func (l *locker) look() (c *contention, skipped bool) {
 	if !ofdSupported {
 		return nil, false
