@@ -138,7 +138,7 @@ func (a *acquisition) wait(c *contention, how tried) error {
 		return nil
 	}
 	a.claimBo.Reset()
-	a.claimBo.Max, a.claimBusy = claimRetryMax, time.Time{}
+	a.claimBo.Max, a.claimBusy = a.l.cfg.policy.ClaimRetryMax, time.Time{}
 	if !a.armed {
 		// Arm the watch and take a place in the queue, then look again at
 		// once: a release between the failed attempt and the watch would

@@ -13,14 +13,6 @@ import (
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
-// claimRetry bounds the sleeps while the transition claim is busy. A claim
-// is held only for a few file operations, so these are much shorter than
-// the waits for a lock holder.
-const (
-	claimRetryMin = 50 * time.Microsecond
-	claimRetryMax = 10 * time.Millisecond
-)
-
 // Held is a state-file lock this process holds. Unlock it exactly once.
 type Held struct {
 	l       *locker
@@ -141,7 +133,7 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 // (acquire.go).
 func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
-	a.claimBo.Min, a.claimBo.Max = claimRetryMin, claimRetryMax
+	a.claimBo.Min, a.claimBo.Max = l.cfg.policy.ClaimRetryMin, l.cfg.policy.ClaimRetryMax
 	defer a.end()
 	if ctx.Err() == nil {
 		if h := l.resumeSticky(); h != nil {
@@ -371,7 +363,7 @@ func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int,
 		budget = l.cfg.wait
 	}
 	start := time.Now()
-	bo := wake.Backoff{Min: claimRetryMin, Max: claimRetryMax}
+	bo := wake.Backoff{Min: l.cfg.policy.ClaimRetryMin, Max: l.cfg.policy.ClaimRetryMax}
 	for attempts := 1; ; attempts++ {
 		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
 		if busy != nil && once {

@@ -265,7 +265,7 @@ func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
 	e.l, e.r, e.retry = l, r, retry
 	if !e.watching {
 		e.watching = true
-		go e.watch(l.stickyKey())
+		go e.watch(l.stickyKey(), l.cfg.policy)
 	}
 }
 
@@ -288,11 +288,12 @@ func (l *locker) keepBusy(r *heldRecord) bool {
 
 // watch lets the kept record go when its idle time is up or a waiter is
 // seated, and tries a refused release again. It ends when nothing is kept.
-func (e *stickyEntry) watch(key mailboxKey) {
+// pol is the policy of the locker that started it.
+func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 	var (
 		mb   *wake.Mailbox
 		done func()
-		bo   = wake.Backoff{Min: claimRetryMin, Max: wake.BackoffMax}
+		bo   = wake.Backoff{Min: pol.ClaimRetryMin, Max: wake.BackoffMax}
 	)
 	defer func() {
 		if done != nil {

@@ -195,7 +195,7 @@ func TestWaiterQuietWhateverHolds(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeRecord(t, e.sidecar, tsStyleRecord(t, sleeper(t), e.host.ID))
-		}, int(claimMinAge / claimRetryMax)},
+		}, int(claimMinAge / defaultPolicy.ClaimRetryMax)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

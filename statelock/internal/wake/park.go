@@ -39,6 +39,10 @@ import "time"
 //     asked), so that a reference contender gets a turn at least that
 //     often beside Go waiters that would otherwise hand the lock on among
 //     themselves, without Go waiting out a yield after every cycle.
+//
+// And ClaimRetryMin and ClaimRetryMax bound the sleeps while the transition
+// claim is busy. A claim is held only for a few file operations, so these
+// are much shorter than the waits for a lock holder (Backoff's).
 type Policy struct {
 	Queue
 	ParkIdle     time.Duration // how long an unused released descriptor is kept
@@ -48,6 +52,8 @@ type Policy struct {
 	ReferenceRecent time.Duration // a sidecar written this recently: a reference contender polls
 	Yield           time.Duration // how long Go takers stay off a tombstone for it
 	YieldEvery      time.Duration // the least time between two yields
+
+	ClaimRetryMin, ClaimRetryMax time.Duration // the sleeps while the transition claim is busy
 }
 
 // Defaults of Policy's own knobs.
@@ -57,6 +63,8 @@ const (
 	DefaultReferenceRecent = 250 * time.Millisecond
 	DefaultYield           = 120 * time.Millisecond
 	DefaultYieldEvery      = 100 * time.Millisecond
+	DefaultClaimRetryMin   = 50 * time.Microsecond
+	DefaultClaimRetryMax   = 10 * time.Millisecond
 )
 
 // NewPolicy is the policy whose queue's tickets begin at base, with the
@@ -67,6 +75,7 @@ func NewPolicy(base int64) Policy {
 		ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay,
 		SeatPoll:        DefaultPoll,
 		ReferenceRecent: DefaultReferenceRecent, Yield: DefaultYield, YieldEvery: DefaultYieldEvery,
+		ClaimRetryMin: DefaultClaimRetryMin, ClaimRetryMax: DefaultClaimRetryMax,
 	}
 }
 
