@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
@@ -20,7 +21,7 @@ type acquisition struct {
 	bo      wake.Backoff // the sleeps while a holder keeps the lock
 	claimBo wake.Backoff // the sleeps while the transition claim is busy
 	w       *wake.Watch
-	tk      *ticket
+	tk      *wake.Ticket
 	// armed is whether the watch and the place in the queue were set up
 	// (after the first contention). It is not w != nil: where inotify is
 	// unavailable the watch is nil for good, and every wait after the
@@ -58,12 +59,12 @@ type tried struct {
 }
 
 // end gives back the watch and the place in the queue.
-func (a *acquisition) end() { a.w.Close(); a.tk.leave() }
+func (a *acquisition) end() { a.w.Close(); a.l.leave(a.tk) }
 
 // try makes one attempt. It only looks, without taking the claim, when it
 // can tell the lock is not for it now: a new caller at a holder the kernel
 // vouches for, or at waiters that have waited long enough to go first
-// (queue.go) (taking the claim while the lock is held would only write
+// (wake.Queue) (taking the claim while the lock is held would only write
 // records for nothing, and every such write is more for the holder's fsync
 // to flush); a queued waiter that is not first; a waiter on a holder, so
 // that waiters do not crowd the claim the holder needs to release.
@@ -83,7 +84,7 @@ func (a *acquisition) try() (h *heldRecord, c *contention, how tried, err error)
 	}
 	if c == nil && !a.once && (l.yielding() || l.stickyYielding()) {
 		// Go yields a tombstone to a reference contender for a moment
-		// (handoff.go, referenceYield).
+		// (handoff.go, the policy's Yield).
 		c, how = &contention{reason: ReasonOwnerLive, holder: "a TypeScript contender's turn"}, tried{skipped: true}
 	}
 	if c == nil {
@@ -138,7 +139,7 @@ func (a *acquisition) wait(c *contention, how tried) error {
 		return nil
 	}
 	a.claimBo.Reset()
-	a.claimBo.Max, a.claimBusy = claimRetryMax, time.Time{}
+	a.claimBo.Max, a.claimBusy = a.l.cfg.policy.ClaimRetryMax, time.Time{}
 	if !a.armed {
 		// Arm the watch and take a place in the queue, then look again at
 		// once: a release between the failed attempt and the watch would
@@ -208,3 +209,49 @@ func (a *acquisition) fail(reason Reason, c *contention, err error) error {
 	}
 	return lockError(a.l.lockPath, reason, a.attempts, time.Since(a.start), holder, err)
 }
+
+// The waiter queue of processes that are not seated in the mailbox is
+// wake.Queue (its fairness rules are documented there); its tickets begin
+// at queueBase of F.lock's inode, beyond the holder's range. What stays
+// here is the descriptor side: which inode a ticket is queued on, opened
+// by the proofs of this package (openProbe), and the move to a new inode
+// of F.lock after a reclaim.
+
+// join puts the caller in the queue on F.lock's current inode, through a
+// read-only descriptor of its own (its close, when the caller leaves the
+// queue, is what wakes the waiters behind it).
+func (l *locker) join(t *wake.Ticket) *wake.Ticket {
+	if !ofdSupported {
+		return nil
+	}
+	if t == nil {
+		t = wake.NewTicket()
+	}
+	p := l.openProbe(l.lockName)
+	if p.fd < 0 {
+		return t
+	}
+	if !l.cfg.policy.Move(t, p.fd, p.ino) {
+		p.close()
+	}
+	return t
+}
+
+// first reports whether the waiter may attempt now (wake.Queue.First). It
+// moves the ticket to a new inode of F.lock (after a reclaim), keeping its
+// place.
+func (l *locker) first(t *wake.Ticket) bool {
+	if t == nil {
+		return true
+	}
+	if fi, err := l.dir.Lstat(l.lockName); err == nil {
+		if id, ok := fi.Sys().(exactfs.Identity); ok && id.Ino != t.Ino {
+			l.join(t)
+		}
+	}
+	return l.cfg.policy.First(t)
+}
+
+// leave drops the caller's place in the queue (wake.Queue.Drop says why
+// the order of unlock and close matters).
+func (l *locker) leave(t *wake.Ticket) { l.cfg.policy.Drop(t) }

@@ -33,7 +33,7 @@ func TestAttestationCoversTheHolderRangeOnly(t *testing.T) {
 	if err := ofdLock(holder); err != nil {
 		t.Skipf("no OFD locks here: %v", err)
 	}
-	if !queueJoin(waiter.Fd(), 1234) {
+	if !testQueue.Join(int(waiter.Fd()), 1234) {
 		t.Fatal("the waiter could not queue")
 	}
 	if j, ok := liveness.Attested(probe); !ok || j.Verdict != liveness.Alive {

@@ -134,7 +134,7 @@ func (l *locker) releaseClaim(c *heldRecord) error {
 		// not meet our lock for the length of a close.
 		ofdUnlock(c.f)
 		if ok {
-			park([2]uint64{c.id.Dev, c.id.Ino}, c.f, parkIdle)
+			park([2]uint64{c.id.Dev, c.id.Ino}, c.f, l.cfg.policy.ParkIdle)
 		} else {
 			c.f.Close()
 		}

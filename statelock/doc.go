@@ -159,9 +159,9 @@
 // busy claim) sleep with backoff and wake early on an inotify event of the
 // F.lock inode; they, and new callers, look at the kernel lock before
 // taking the claim, so a crowd of waiters does not starve the holder's
-// release of the claim it needs; and they queue by arrival (queue.go) with
+// release of the claim it needs; and they queue by arrival (wake.Queue) with
 // sync.Mutex's two modes: a process that releases and asks again may
-// overtake waiters for up to bargeWindow (50 ms), after which the queue is
+// overtake waiters for up to its Barge (50 ms), after which the queue is
 // served in arrival order, so no waiter waits much longer than that plus
 // one hold per waiter ahead of it.
 //
@@ -171,7 +171,7 @@
 // and locks again wakes no waiter (the first waiter is woken by the close
 // of the holder's written descriptor). Parked descriptors hold no lock and
 // are closed after a second unused; F.lock's is closed at once when a
-// waiter has waited longer than bargeWindow, and after 0.5 ms when waiters
+// waiter has waited longer than that Barge, and after 0.5 ms when waiters
 // younger than that are queued, except after Update's early release by a
 // process whose directory fsyncs take longer than those 0.5 ms: it will not
 // be back sooner, so the first waiter is woken at once. A release that

@@ -37,7 +37,7 @@ func faultEnv(t *testing.T, mnt string) *testEnv {
 }
 
 // closeParked closes every descriptor this process parked (park.go), as
-// parkIdle would a second later, so that the filesystem can be remounted
+// the policy's ParkIdle would a second later, so that the filesystem can be remounted
 // or unmounted at once. A process that exits, as a CLI user's does, leaves
 // none.
 func closeParked() {

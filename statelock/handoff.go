@@ -71,11 +71,6 @@ import (
 // variable for tests that show what the hand-off's guards are for.
 var directHandoff = true
 
-// handoffPoll bounds a seated waiter's sleep (wake.DefaultPoll): a lost
-// wake, a granter that died, or a holder that released without nudging
-// (an older exactfs, a TypeScript reclaimer) costs at most this.
-const handoffPoll = wake.DefaultPoll
-
 // handoffNamePatience bounds how long a granter, and a granted waiter,
 // keep looking for F.lock's name when a peer's exact unlink detached it
 // (§4.8.2d): the reference puts the inode back within a few system calls.
@@ -234,13 +229,13 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 		return false, false, nil
 	}
 	defer done()
-	if mb.Waiting() > 0 && ticketNow()-mb.LastYield() > int64(referenceYieldEvery) && l.referencePolling() {
+	if mb.Waiting() > 0 && wake.Now()-mb.LastYield() > int64(l.cfg.policy.YieldEvery) && l.referencePolling() {
 		// A reference contender is polling: hand-offs would pass F.lock
 		// from Go owner to Go owner for as long as Go waiters queue and
 		// it would never see a tombstone. Release the reference way and
 		// hold Go takers of the tombstone back for one of its backoff
 		// steps (SPEC §4.8.3 asks the same of sticky ownership).
-		mb.Yield(ticketNow() + int64(referenceYield))
+		mb.Yield(wake.Now() + int64(l.cfg.policy.Yield))
 		return false, true, nil
 	}
 	var refused [wake.Seats]bool
@@ -316,30 +311,17 @@ func (l *locker) nudge() {
 		return
 	}
 	if mb, done := l.mailbox(false); mb != nil {
-		if !mb.Yielding(ticketNow()) {
+		if !mb.Yielding(wake.Now()) {
 			mb.Nudge()
 		}
 		done()
 	}
 }
 
-// referenceRecent and referenceYield are the fairness towards reference
-// contenders (TypeScript peers, older exactfs on the reference path): one
-// that polls rewrites the claim's sidecar at each attempt (its record in,
-// its tombstone out), which Go cohort members never do (§4.8.4), so a
-// sidecar written within referenceRecent means one is polling; its
-// backoff grows to 100 ms between attempts, so Go takers stay off a
-// tombstone for referenceYield to let its next attempt find it.
-//
-// Yields are spaced by referenceYieldEvery (from the end of the last one
-// asked), so that a reference contender gets a turn at least that often
-// beside Go waiters that would otherwise hand the lock on among
-// themselves, without Go waiting out a yield after every cycle.
-const (
-	referenceRecent     = 250 * time.Millisecond
-	referenceYield      = 120 * time.Millisecond
-	referenceYieldEvery = 100 * time.Millisecond
-)
+// The fairness towards reference contenders (TypeScript peers, older
+// exactfs on the reference path) is wait policy: wake.Policy's
+// ReferenceRecent, Yield and YieldEvery say when one is polling and how
+// long, and how often, Go takers stay off a tombstone for it.
 
 // sidecarSeen is the sidecar's mtime as this process last saw it at a
 // release, per lock.
@@ -349,7 +331,7 @@ var sidecarSeen struct {
 }
 
 // referencePolling reports whether the sidecar was written since this
-// process last looked at a release, within referenceRecent (one lstat).
+// process last looked at a release, within the policy's ReferenceRecent (one lstat).
 // The first look only remembers: a Go process writes the sidecar too, on
 // a lock's very first take and when it heals a crashed claim, once; a
 // reference poller writes it at every attempt.
@@ -371,7 +353,7 @@ func (l *locker) referencePolling() bool {
 		clear(sidecarSeen.m)
 	}
 	sidecarSeen.m[key] = mt
-	return seen && !mt.Equal(prev) && time.Since(mt) < referenceRecent
+	return seen && !mt.Equal(prev) && time.Since(mt) < l.cfg.policy.ReferenceRecent
 }
 
 // yielding reports whether this lock's mailbox, if this process has it
@@ -391,7 +373,7 @@ func (l *locker) yielding() bool {
 	// kills the process (SIGSEGV; the chaos soak at scale 3 found it).
 	mailboxes.Lock()
 	e := mailboxes.m[key]
-	on := e != nil && e.mb.Yielding(ticketNow())
+	on := e != nil && e.mb.Yielding(wake.Now())
 	mailboxes.Unlock()
 	hook.Fire(hook.LockYieldLook, l.lockPath)
 	if !on {
@@ -483,7 +465,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	}
 	defer done()
 	if a.arrived == 0 {
-		a.arrived = max(1, ticketNow())
+		a.arrived = max(1, wake.Now())
 	}
 	seat, err := mb.Take(b, a.arrived)
 	if err != nil {
@@ -497,11 +479,11 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	stop := context.AfterFunc(a.ctx, seat.Interrupt)
 	defer stop()
 	giveUp := false
-	// The poll grows from handoffPoll to wake.BackoffMax while F.lock stays as
+	// The poll grows from the policy's SeatPoll to wake.BackoffMax while F.lock stays as
 	// it was: a grant wakes us through the futex, so the poll only bounds
 	// how late a holder's death (no event) or a release without a nudge
 	// (an older exactfs, a TypeScript reclaim) is seen.
-	poll, prev := handoffPoll, []byte(nil)
+	poll, prev := a.l.cfg.policy.SeatPoll, []byte(nil)
 	// first: the look right after taking the seat. It is there for a
 	// holder that released the reference way (or died) between the look
 	// above and our WAITING, when nobody would wake us: while the holder
@@ -535,7 +517,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 			got, gid, err = l.readSettled(f)
 		}
 		if err == nil && !bytes.Equal(got, prev) {
-			poll, prev = handoffPoll, got
+			poll, prev = a.l.cfg.policy.SeatPoll, got
 		}
 		if err == nil && ours(got, b) {
 			if l.namedPatiently(gid) {

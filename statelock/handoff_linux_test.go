@@ -381,7 +381,7 @@ func TestHandoffTSReclaimerDuringHandoff(t *testing.T) {
 // TestHandoffHolderKilledWhileSeated: the Go holder a waiter is seated
 // behind is SIGKILLed while holding (no hand-off begins). The seated
 // waiter sees the holder's slot lock gone at its next look (bounded by
-// handoffPoll, no wake needed), withdraws and reclaims the dead record.
+// the policy's SeatPoll, no wake needed), withdraws and reclaims the dead record.
 func TestHandoffHolderKilledWhileSeated(t *testing.T) {
 	requireCohort(t)
 	e := newEnv(t)
@@ -514,7 +514,7 @@ func TestYieldLookSurvivesIdleUnmap(t *testing.T) {
 	if mb == nil {
 		t.Fatal("no mailbox")
 	}
-	mb.Yield(ticketNow() + int64(time.Minute))
+	mb.Yield(wake.Now() + int64(time.Minute))
 	done()
 	unmapped := 0
 	defer hook.Set(hook.LockYieldLook, func(string) {

@@ -16,6 +16,7 @@ import (
 type testEnv struct {
 	dir, state, lock, claim, sidecar, configRoot string
 	host                                         liveness.HostIdentity
+	extra                                        []Option // given to every call of opts (withPolicy)
 }
 
 func newEnv(t testing.TB) *testEnv {
@@ -49,7 +50,7 @@ func newEnvAt(t testing.TB, dir, configRoot string) *testEnv {
 }
 
 func (e *testEnv) opts(extra ...Option) []Option {
-	return append([]Option{WithConfigRoot(e.configRoot)}, extra...)
+	return append(append([]Option{WithConfigRoot(e.configRoot)}, e.extra...), extra...)
 }
 
 func mustRead(t testing.TB, p string) []byte {
@@ -81,3 +82,7 @@ func seatsWaiting(dir, lockName string) int {
 	defer mb.Close()
 	return mb.Waiting()
 }
+
+// testQueue is the waiter queue every call of these tests uses, with
+// newConfig's default knobs.
+var testQueue = wake.NewQueue(queueBase)

@@ -13,14 +13,6 @@ import (
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
-// claimRetry bounds the sleeps while the transition claim is busy. A claim
-// is held only for a few file operations, so these are much shorter than
-// the waits for a lock holder.
-const (
-	claimRetryMin = 50 * time.Microsecond
-	claimRetryMax = 10 * time.Millisecond
-)
-
 // Held is a state-file lock this process holds. Unlock it exactly once.
 type Held struct {
 	l       *locker
@@ -141,7 +133,7 @@ func TryLock(stateFile string, opts ...Option) (*Held, error) {
 // (acquire.go).
 func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (*Held, error) {
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
-	a.claimBo.Min, a.claimBo.Max = claimRetryMin, claimRetryMax
+	a.claimBo.Min, a.claimBo.Max = l.cfg.policy.ClaimRetryMin, l.cfg.policy.ClaimRetryMax
 	defer a.end()
 	if ctx.Err() == nil {
 		if h := l.resumeSticky(); h != nil {
@@ -227,10 +219,10 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 // It does not read the record: who holds it was described by the last full
 // attempt (or is described when a timeout is reported), and a waiter peeks
 // after every wake, so it stays cheap.
-func (l *locker) peek(last *contention, tk *ticket) *contention {
+func (l *locker) peek(last *contention, tk *wake.Ticket) *contention {
 	var held, known bool
-	if tk != nil && tk.fd >= 0 {
-		held, known = ofdHeldFd(uintptr(tk.fd))
+	if tk != nil && tk.Fd >= 0 {
+		held, known = ofdHeldFd(uintptr(tk.Fd))
 	} else if !l.probeLocks(l.lockName, func(fd uintptr) { held, known = ofdHeldFd(fd) }) {
 		return nil
 	}
@@ -251,8 +243,8 @@ func heldByKernel() *contention {
 // look is a new caller's first look at F.lock, through the process's
 // shared read-only descriptor on it (lookProbe: nothing is opened or closed
 // per call, so no waiter is woken): a holder the kernel vouches for (wait
-// for it), a waiter queued for longer than bargeWindow (queue behind it:
-// skipped), or neither (nil: attempt, even past younger waiters).
+// for it), a waiter queued for longer than the queue's Barge (queue behind
+// it: skipped), or neither (nil: attempt, even past younger waiters).
 func (l *locker) look() (c *contention, skipped bool) {
 	if !ofdSupported {
 		return nil, false
@@ -262,17 +254,17 @@ func (l *locker) look() (c *contention, skipped bool) {
 		return nil, false
 	}
 	defer done()
-	switch class, slot := anyLockAt(uintptr(fd)); class {
-	case lockedByHolder:
+	switch who, start := l.cfg.policy.Who(fd); who {
+	case wake.Holder:
 		c := heldByKernel()
-		c.slot = slot
+		c.slot = start >= slotBase // a kernel slot (SPEC §4.8.1): a Go cohort owner's, or a seated waiter's
 		return c, false
-	case lockedByWaiter:
+	case wake.Waiter:
 		// The kernel named a waiter; a holder may be there as well.
 		if held, _ := ofdHeldFd(uintptr(fd)); held {
 			return heldByKernel(), false
 		}
-		if queueAheadFd(uintptr(fd), ticketNow()-int64(bargeWindow)) {
+		if l.cfg.policy.Starving(fd) {
 			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
 		}
 	}
@@ -371,7 +363,7 @@ func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int,
 		budget = l.cfg.wait
 	}
 	start := time.Now()
-	bo := wake.Backoff{Min: claimRetryMin, Max: claimRetryMax}
+	bo := wake.Backoff{Min: l.cfg.policy.ClaimRetryMin, Max: l.cfg.policy.ClaimRetryMax}
 	for attempts := 1; ; attempts++ {
 		busy, err := l.withClaim(func() error { return l.releaseRecord(r) })
 		if busy != nil && once {
@@ -386,7 +378,7 @@ func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int,
 			// lock (ofdUnlock).
 			ofdUnlock(r.f)
 			if err == nil {
-				parkRecord(r.f, r.id, away)
+				l.parkRecord(r.f, r.id, away)
 			} else {
 				r.f.Close()
 			}

@@ -56,7 +56,7 @@ type locker struct {
 
 // kernelSlots is the internal switch of SPEC §4.8.1's kernel slots: F.lock
 // records of this process carry "ofd_slot" and are attested by the shared
-// lock on that one byte (ofdqueue.go). Off, every record is attested by the
+// lock on that one byte (slot.go). Off, every record is attested by the
 // exclusive whole-range lock, as before the cohort. A variable for tests
 // that stand in for an older exactfs.
 var kernelSlots = true
@@ -213,7 +213,7 @@ func (l *locker) newOwner() *Record {
 // on any sidecar that is not a tombstone), and our stale-claim rule needs
 // the host id there. Tombstones keep owner_host_id.
 //
-// Its record carries this process's kernel slot (ofdqueue.go, slotOf)
+// Its record carries this process's kernel slot (slot.go, slotOf)
 // where the kernel gives one and kernelSlots is on.
 func (l *locker) lockOwner() *Record {
 	r := l.newOwner()

@@ -26,7 +26,7 @@ func TestLockWithoutRenameFlags(t *testing.T) {
 	mnt := testfs.BindfsNoRenameFlags(t)
 	// Cleanups run last-registered first: the descriptors this process
 	// parked on the mount (park.go) are closed before testfs unmounts it,
-	// or the unmount finds it busy whenever the test outruns parkIdle.
+	// or the unmount finds it busy whenever the test outruns the policy's ParkIdle.
 	t.Cleanup(closeParked)
 	config := filepath.Join(t.TempDir(), "config")
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // observation is what a waiter can know of the lock without touching it in
@@ -51,7 +52,7 @@ type observation struct {
 const observeMax = 1024
 
 // observe takes an observation of F.lock (and of the queue ahead of tk).
-func (l *locker) observe(tk *ticket) observation {
+func (l *locker) observe(tk *wake.Ticket) observation {
 	st, err := sys.Lstat(l.dir.Fd(), l.lockName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -60,8 +61,8 @@ func (l *locker) observe(tk *ticket) observation {
 		return observation{}
 	}
 	fd := -1
-	if tk != nil && tk.fd >= 0 && tk.ino == st.Ino {
-		fd = tk.fd
+	if tk != nil && tk.Fd >= 0 && tk.Ino == st.Ino {
+		fd = tk.Fd
 	} else {
 		var done func()
 		if fd, done = l.lookProbe(l.lockName); fd < 0 {
@@ -80,8 +81,8 @@ func (l *locker) observe(tk *ticket) observation {
 	}
 	o.data = string(buf[:n])
 	o.held, o.heldKnown = ofdHeldFd(uintptr(fd))
-	if tk != nil && tk.fd == fd {
-		o.ahead = queueAheadFd(uintptr(fd), tk.n)
+	if tk != nil && tk.Fd == fd {
+		o.ahead = l.cfg.policy.Ahead(fd, tk.N)
 	}
 	return o
 }

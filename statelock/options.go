@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // DefaultWait is the wait budget of Lock, With and Update when neither
@@ -34,10 +35,16 @@ type config struct {
 	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
 	noGroup bool
 	probe   liveness.Prober // tests only (withProber)
+	// policy: the waiting policy (the queue of waiters not seated in the
+	// mailbox, when a release wakes the first of them, the cohort's polls
+	// and yields), with its knobs: defaultPolicy unless a test gave its
+	// own copy (withPolicy). A pointer, so that a locker, made per call,
+	// stays as small as before.
+	policy *wake.Policy
 }
 
 func newConfig(opts []Option) config {
-	c := config{wait: DefaultWait}
+	c := config{wait: DefaultWait, policy: &defaultPolicy}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -114,3 +121,16 @@ func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on 
 // it to make kill(pid, 0) answer EPERM or EIO, which cannot be arranged on
 // disk.
 func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }
+
+// defaultPolicy is the waiting policy of every call: wake.NewPolicy's
+// defaults. Never written: withPolicy changes a copy.
+var defaultPolicy = wake.NewPolicy(queueBase)
+
+// withPolicy changes the waiting policy's knobs of one call (tests only).
+func withPolicy(set func(*wake.Policy)) Option {
+	return func(c *config) {
+		p := *c.policy
+		set(&p)
+		c.policy = &p
+	}
+}

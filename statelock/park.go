@@ -15,23 +15,15 @@ import (
 // that a release that this process follows with its next Lock wakes nobody.
 //
 // Closing F.lock's written descriptor is what wakes the first waiter
-// (IN_CLOSE_WRITE, internal/wake watch.go). When the process that releases takes
-// the lock again at once, as a process that updates in a loop does, that
-// waiter is woken only to find the lock taken again, and while it looks it
-// takes the transition claim from under the process that is re-acquiring.
-// So Unlock decides (parkRecord):
-//   - a waiter has waited longer than bargeWindow, or the release is
-//     Update's early one and this process's directory fsyncs take longer
-//     than handoffDelay (it will not be back sooner): close now, its turn;
-//   - waiters younger than that: park for handoffDelay; if this process
-//     has not taken it back by then, the close wakes the first waiter a
-//     moment later than it would have;
-//   - no waiter: park for parkIdle.
+// (IN_CLOSE_WRITE, internal/wake watch.go), so how long a released F.lock
+// stays parked is waiting policy: wake.Policy.Linger decides it, with the
+// knobs of the locker's config (parkRecord). What stays here is the proof
+// side: a descriptor is reused only for the inode its name names now.
 //
 // A parked descriptor holds no lock; it keeps its inode alive, so the pair
 // (device, inode) that lstat shows for the name is that very inode, and it
 // is taken only after such an lstat (takeParked). Its filesystem stays busy
-// for an unmount for at most parkIdle after the last release.
+// for an unmount for at most the policy's ParkIdle after the last release.
 var parked struct {
 	sync.Mutex
 	m map[[2]uint64][]*parkedFile
@@ -45,12 +37,6 @@ type parkedFile struct {
 }
 
 const parkMax = 64
-
-// Variables for tests.
-var (
-	parkIdle     = time.Second
-	handoffDelay = 500 * time.Microsecond
-)
 
 // park keeps f, open on the inode key, for idle; then it is closed.
 func park(key [2]uint64, f *os.File, idle time.Duration) {
@@ -123,21 +109,11 @@ func (l *locker) takeParked(name string) *os.File {
 }
 
 // parkRecord parks the descriptor of a record we have just released (its
-// OFD lock dropped), for as long as the queue on it allows (see above).
-// away says this process is not about to lock again (Update's early
-// release, when its directory fsyncs take longer than handoffDelay:
-// lastDirSync), so a queued waiter is woken at once instead of after
-// handoffDelay: parking would only delay the hand-off.
-func parkRecord(f *os.File, id exactfs.Identity, away bool) {
-	idle := parkIdle
-	switch anyLock(f.Fd()) {
-	case lockedByWaiter:
-		idle = handoffDelay
-		if away || queueAheadFd(f.Fd(), ticketNow()-int64(bargeWindow)) {
-			idle = 0
-		}
-	case lockedByHolder:
-		// Someone took the lock already; its release wakes the waiters.
-	}
-	park([2]uint64{id.Dev, id.Ino}, f, idle)
+// OFD lock dropped), for as long as the queue on it allows
+// (wake.Policy.Linger). away says this process is not about to lock again
+// (Update's early release, when its directory fsyncs take longer than the
+// policy's HandoffDelay: lastDirSync), so a queued waiter is woken at once
+// instead of after HandoffDelay: parking would only delay the hand-off.
+func (l *locker) parkRecord(f *os.File, id exactfs.Identity, away bool) {
+	park([2]uint64{id.Dev, id.Ino}, f, l.cfg.policy.Linger(int(f.Fd()), away))
 }

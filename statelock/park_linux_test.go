@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // parkedOn returns the descriptors parked for the inode path names now.
@@ -53,11 +55,11 @@ func TestReleaseParksRecordsForNextLock(t *testing.T) {
 	assertSteadyState(t, e, true)
 }
 
-// Parked descriptors are closed once idle for parkIdle.
+// Parked descriptors are closed once idle for the policy's ParkIdle.
 func TestParkedClosedWhenIdle(t *testing.T) {
-	defer func(d time.Duration) { parkIdle = d }(parkIdle)
-	parkIdle = 30 * time.Millisecond
+	t.Parallel() // the knob is this test's own (withPolicy)
 	e := newEnv(t)
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.ParkIdle = 30 * time.Millisecond })}
 	lockCycle(t, e)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(parkedOn(t, e.lock))+len(parkedOn(t, e.sidecar)) > 0 {
@@ -98,16 +100,16 @@ func TestParkedRecordNotUsedAfterReplace(t *testing.T) {
 
 // How a release treats the first waiter, whose wake is the close of the
 // releaser's written descriptor of F.lock (IN_CLOSE_WRITE): a waiter queued
-// for longer than bargeWindow is woken by the release itself; a younger one
-// only after handoffDelay, unless this process locks again first (then it
+// for longer than testQueue.Barge is woken by the release itself; a younger one
+// only after the policy's HandoffDelay, unless this process locks again first (then it
 // is not woken at all: the lock is taken again); with no waiter, nothing is
 // closed.
 func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
-	defer func(d time.Duration) { handoffDelay = d }(handoffDelay)
 	// Long enough that a stalled test machine does not see the delayed
 	// close before it looks for an immediate one.
-	handoffDelay = 500 * time.Millisecond
+	const handoffDelay = 500 * time.Millisecond
 	e := newEnv(t)
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.HandoffDelay = handoffDelay })}
 	lockCycle(t, e)
 	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
@@ -133,14 +135,14 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 		t.Fatal("no waiter: the release closed F.lock, or parked nothing")
 	}
 
-	old := plantTicket(t, e, 2*bargeWindow)
+	old := plantTicket(t, e, 2*testQueue.Barge)
 	cycle()
 	if !closed() || len(parkedOn(t, e.lock)) != 0 {
-		t.Fatal("a waiter older than bargeWindow was not woken by the release")
+		t.Fatal("a waiter older than testQueue.Barge was not woken by the release")
 	}
 	old.Close()
 
-	young := plantTicket(t, e, bargeWindow/10)
+	young := plantTicket(t, e, testQueue.Barge/10)
 	defer young.Close()
 	cycle()
 	if closed() || len(parkedOn(t, e.lock)) != 1 {

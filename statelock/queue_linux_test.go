@@ -55,7 +55,7 @@ func TestLookDescriptorSharedAndClosedWhenIdle(t *testing.T) {
 // (the first one's ticket closes), become first itself, and take the lock
 // when it is released because the release woke it, not because a backoff
 // step ran out. The kernel sends the close event before it drops the
-// closed ticket's lock, so without the explicit unlock in ticket.leave the
+// closed ticket's lock, so without the explicit unlock in wake.Queue.Drop the
 // second waiter often still sees the first one's ticket, goes back to
 // sleep watching for ticket closes only, and misses the release: its sleep
 // then runs out (up to 100 ms later) with nothing to wake it.
@@ -142,7 +142,7 @@ func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 
 // The kernel sends IN_CLOSE_NOWRITE for a closed descriptor before it drops
 // the descriptor's OFD locks. A waiter woken by the close of the ticket
-// ahead of it must not find that ticket still queued: ticket.leave drops
+// ahead of it must not find that ticket still queued: wake.Queue.Drop drops
 // the lock before the close. This checks the order directly, many times: a
 // watcher blocked on the close event looks for the ticket the moment it is
 // woken.
@@ -175,7 +175,7 @@ func TestTicketGoneWhenItsCloseIsSeen(t *testing.T) {
 			if _, err := unix.Read(in, buf[:]); err != nil {
 				break
 			}
-			if queueAheadFd(uintptr(probe.fd), -1) {
+			if testQueue.Ahead(probe.fd, -1) {
 				stale++
 			}
 		}
@@ -184,10 +184,10 @@ func TestTicketGoneWhenItsCloseIsSeen(t *testing.T) {
 	for range rounds {
 		<-ready
 		tk := l.join(nil)
-		if tk == nil || tk.fd < 0 {
+		if tk == nil || tk.Fd < 0 {
 			t.Fatal("could not join the queue")
 		}
-		tk.leave()
+		l.leave(tk)
 	}
 	if n := <-seen; n > 0 {
 		t.Fatalf("%d of %d ticket closes were seen while the ticket was still queued", n, rounds)

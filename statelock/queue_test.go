@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // Waiters are served in arrival order: B, which started waiting after A,
@@ -47,7 +48,7 @@ func TestQueueOrder(t *testing.T) {
 			return false
 		}
 		defer f.Close()
-		return queueAheadFd(f.Fd(), -1)
+		return testQueue.Ahead(int(f.Fd()), -1)
 	}
 	go waiter("A")
 	for i := 0; !queuedCount(); i++ {
@@ -102,7 +103,7 @@ func TestNewcomerDoesNotTakeClaimWhileHeld(t *testing.T) {
 }
 
 // The two modes of the queue, as a new caller's first look sees them: a
-// waiter queued for less than bargeWindow may be overtaken when the lock is
+// waiter queued for less than testQueue.Barge may be overtaken when the lock is
 // free (normal mode); one queued for longer may not (starvation mode); and
 // a held lock is waited for either way.
 func TestLookNormalAndStarvationModes(t *testing.T) {
@@ -132,13 +133,13 @@ func TestLookNormalAndStarvationModes(t *testing.T) {
 	if c, _ := look(); c != nil {
 		t.Fatalf("free lock, nobody queued: look said %+v", c)
 	}
-	young := plantTicket(t, e, bargeWindow/10)
+	young := plantTicket(t, e, testQueue.Barge/10)
 	if c, skipped := look(); c != nil || skipped {
-		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want an attempt", bargeWindow/10, c, skipped)
+		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want an attempt", testQueue.Barge/10, c, skipped)
 	}
-	old := plantTicket(t, e, 2*bargeWindow)
+	old := plantTicket(t, e, 2*testQueue.Barge)
 	if c, skipped := look(); c == nil || !skipped {
-		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want to queue behind it", 2*bargeWindow, c, skipped)
+		t.Fatalf("free lock, a waiter queued %v ago: look said %+v (skipped %v), want to queue behind it", 2*testQueue.Barge, c, skipped)
 	}
 	old.Close()
 	young.Close()
@@ -152,14 +153,14 @@ func plantTicket(t *testing.T, e *testEnv, age time.Duration) *os.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !queueJoin(f.Fd(), ticketNow()-int64(age)) {
-		t.Fatal("queueJoin failed")
+	if !testQueue.Join(int(f.Fd()), wake.Now()-int64(age)) {
+		t.Fatal("testQueue.Join failed")
 	}
 	return f
 }
 
 // A caller that releases and asks again at once may overtake a waiter,
-// but only for bargeWindow: after that it queues behind the waiter, which
+// but only for testQueue.Barge: after that it queues behind the waiter, which
 // gets the lock. The bound checked here is generous (noisy machines); the
 // wait is logged.
 func TestGreedyCallerDoesNotStarveWaiter(t *testing.T) {
@@ -201,7 +202,7 @@ func TestGreedyCallerDoesNotStarveWaiter(t *testing.T) {
 	close(stop)
 	n := <-greedy
 	t.Logf("waited %v while a greedy caller took the lock %d times", waited, n)
-	if limit := bargeWindow + time.Second; waited > limit {
+	if limit := testQueue.Barge + time.Second; waited > limit {
 		t.Fatalf("waited %v, more than %v", waited, limit)
 	}
 }

@@ -238,19 +238,19 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	}
 	if _, err := sys.Lstat(l.dir.Fd(), l.claim); err == nil {
 		hook.Fire(hook.LockStickyClaimSeen, l.lockPath)
-		e.yieldUntil = time.Now().Add(referenceYield)
+		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
 		l.yieldToReference()
 		return stickyClaim
 	}
-	if time.Since(e.yieldUntil) > referenceYieldEvery && l.referencePolling() {
+	if time.Since(e.yieldUntil) > l.cfg.policy.YieldEvery && l.referencePolling() {
 		// Its claim is not there at this instant, but its sidecar was
 		// written since our last release (handoff.go): a reference
 		// contender polls between its backoff sleeps. Keeping would
 		// show it a live owner at every attempt; it gets the tombstone
 		// and a yield instead, as at a claim directory; at most one
-		// yield every referenceYieldEvery, as the hand-off spaces them,
+		// yield every YieldEvery (the policy), as the hand-off spaces them,
 		// or Go would crawl beside a contender that polls all the time.
-		e.yieldUntil = time.Now().Add(referenceYield)
+		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
 		l.yieldToReference()
 		return stickyNo
 	}
@@ -265,7 +265,7 @@ func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
 	e.l, e.r, e.retry = l, r, retry
 	if !e.watching {
 		e.watching = true
-		go e.watch(l.stickyKey())
+		go e.watch(l.stickyKey(), l.cfg.policy)
 	}
 }
 
@@ -288,11 +288,12 @@ func (l *locker) keepBusy(r *heldRecord) bool {
 
 // watch lets the kept record go when its idle time is up or a waiter is
 // seated, and tries a refused release again. It ends when nothing is kept.
-func (e *stickyEntry) watch(key mailboxKey) {
+// pol is the policy of the locker that started it.
+func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 	var (
 		mb   *wake.Mailbox
 		done func()
-		bo   = wake.Backoff{Min: claimRetryMin, Max: wake.BackoffMax}
+		bo   = wake.Backoff{Min: pol.ClaimRetryMin, Max: wake.BackoffMax}
 	)
 	defer func() {
 		if done != nil {
@@ -366,9 +367,9 @@ func (e *stickyEntry) watch(key mailboxKey) {
 }
 
 // yieldToReference asks the Go takers of other processes to stay off the
-// tombstone for referenceYield (a reference contender polls), through the
+// tombstone for the policy's Yield (a reference contender polls), through the
 // mailbox's yield that the hand-off asks too (handoff.go), unless one was
-// asked within referenceYieldEvery. Without a mailbox there are no Go
+// asked within its YieldEvery. Without a mailbox there are no Go
 // waiters of other processes to hold back.
 func (l *locker) yieldToReference() {
 	mb, done := l.mailbox(false)
@@ -376,8 +377,8 @@ func (l *locker) yieldToReference() {
 		return
 	}
 	defer done()
-	if ticketNow()-mb.LastYield() > int64(referenceYieldEvery) {
-		mb.Yield(ticketNow() + int64(referenceYield))
+	if wake.Now()-mb.LastYield() > int64(l.cfg.policy.YieldEvery) {
+		mb.Yield(wake.Now() + int64(l.cfg.policy.Yield))
 	}
 }
 

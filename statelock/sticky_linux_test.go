@@ -474,7 +474,7 @@ func TestStickyDroppedHeldReleased(t *testing.T) {
 // between its sleeps, its claim not there at this instant) makes the
 // release the reference one, with a yield: keeping would show it a live
 // owner at every attempt. (The sidecar must have been written within
-// referenceRecent, 250 ms, of the release.)
+// the policy's ReferenceRecent, 250 ms, of the release.)
 func TestStickyReferencePollerGetsTombstone(t *testing.T) {
 	longSticky(t)
 	e := newEnv(t)

@@ -105,7 +105,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			relErr = h.unlock(true, lastDirSync.Load() > int64(handoffDelay))
+			relErr = h.unlock(true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
 			early, releasedAt = true, time.Now()
 			if released != nil {
 				released()
@@ -139,12 +139,12 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 
 // lastDirSync is how long the last early-released Update of this process
 // took from its release to its return (the directory fsync, nearly all of
-// it). When that is longer than handoffDelay, this process will not be
-// back for the lock before a parked release would wake the first waiter
-// anyway, so its release wakes that waiter at once (parkRecord's away);
-// when it is shorter (tmpfs, a fast disk), the process is usually back
-// first and takes the lock again without waking anyone, as a Lock/Unlock
-// loop does.
+// it). When that is longer than the policy's HandoffDelay, this process
+// will not be back for the lock before a parked release would wake the
+// first waiter anyway, so its release wakes that waiter at once
+// (parkRecord's away); when it is shorter (tmpfs, a fast disk), the
+// process is usually back first and takes the lock again without waking
+// anyone, as a Lock/Unlock loop does.
 var lastDirSync atomic.Int64
 
 func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.WriteOption) error {

@@ -195,7 +195,7 @@ func TestWaiterQuietWhateverHolds(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeRecord(t, e.sidecar, tsStyleRecord(t, sleeper(t), e.host.ID))
-		}, int(claimMinAge / claimRetryMax)},
+		}, int(claimMinAge / defaultPolicy.ClaimRetryMax)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,7 +240,7 @@ func TestWaiterQuietWithoutInotify(t *testing.T) {
 			if tc.name == "exactfs holder" && cohortKernel() {
 				// Behind a Go cohort holder the waiter is seated in the
 				// mailbox (handoff.go): it sleeps on its futex, bounded
-				// by handoffPoll, and looks at the holder's slot there
+				// by the policy's SeatPoll, and looks at the holder's slot there
 				// instead of attempting (a holder's death is noticed
 				// there: TestHandoffHolderKilledWhileSeated).
 				checkQuietSeated(t, r)

@@ -21,6 +21,7 @@ import (
 	"github.com/exactfs/exactfs/internal/holdlog"
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/liveness"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // Multi-process tests re-execute this test binary; the environment variable
@@ -287,19 +288,19 @@ func holdTimesWorker() error {
 	// Every sleep of the wait that ran out with nothing to wake it, with
 	// the time its deadline came (before the last look for an event).
 	var deadline atomic.Int64
-	hook.Set(hook.LockWaitDeadline, func(string) { deadline.Store(ticketNow()) })
+	hook.Set(hook.LockWaitDeadline, func(string) { deadline.Store(wake.Now()) })
 	hook.Set(hook.LockWaitTimedOut, func(string) { fmt.Println("T", deadline.Load()) })
 	h, err := Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")),
 		WithWait(20*time.Second))
 	if err != nil {
 		return err
 	}
-	fmt.Println("H", ticketNow())
+	fmt.Println("H", wake.Now())
 	time.Sleep(time.Duration(envInt("STATELOCK_HOLD_MS", 0)) * time.Millisecond)
 	if err := h.Unlock(); err != nil {
 		return err
 	}
-	fmt.Println("R", ticketNow())
+	fmt.Println("R", wake.Now())
 	// Stay alive (STATELOCK_LINGER_MS): the exit's closes would wake a
 	// waiter that missed the release.
 	time.Sleep(time.Duration(envInt("STATELOCK_LINGER_MS", 0)) * time.Millisecond)

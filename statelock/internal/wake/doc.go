@@ -36,9 +36,14 @@
 //
 // Beside the mailbox, the package has the waiting of a waiter that is not
 // seated (behind a TypeScript holder, an older exactfs, a busy claim):
-// Watch, the inotify watch of F.lock's inode that wakes it early, and
-// Backoff, the bounded sleeps between its attempts (5 ms doubling to
-// 100 ms, SPEC §4.4). Their knobs are fields and arguments (Backoff.Min,
-// Backoff.Max, NewWatch's off), not package variables, so tests run in
-// parallel.
+// Watch, the inotify watch of F.lock's inode that wakes it early; Backoff,
+// the bounded sleeps between its attempts (5 ms doubling to 100 ms, SPEC
+// §4.4); Queue, the OFD ticket queue that orders such waiters by arrival
+// (Now, the host's monotonic clock, also the mailbox's tickets); and
+// Policy, the queue with the release's decision of when its close wakes
+// the first waiter (Linger). Their knobs are fields and arguments
+// (Backoff.Min, Backoff.Max, NewWatch's off, Queue.Trust and Barge,
+// Policy.ParkIdle and HandoffDelay), not package variables, so tests run
+// in parallel. The caller owns the descriptors a Queue is asked through:
+// which inode they are open on is its proof, not this package's.
 package wake

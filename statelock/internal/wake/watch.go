@@ -23,10 +23,10 @@ import (
 //     the holder closing its written descriptor (IN_CLOSE_WRITE);
 //   - a waiter behind it waits to become first, which happens when a waiter
 //     ahead leaves the queue by closing its read-only ticket
-//     (IN_CLOSE_NOWRITE; ticket.leave drops the ticket's lock first).
+//     (IN_CLOSE_NOWRITE; Queue.Drop drops the ticket's lock first).
 //
 // So a release wakes one waiter, not all of them: on a busy lock the
-// process that releases usually takes the lock again at once (queue.go),
+// process that releases usually takes the lock again at once (Queue),
 // and every waiter woken for nothing costs a wake-up of its process. New
 // callers look at F.lock through a shared descriptor (lookProbe) so that
 // they close nothing. Watching the inode rather than the directory means

@@ -1,6 +1,6 @@
 //go:build linux && !exactfs_portable
 
-package statelock
+package wake
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
-// TestTicketIsHostMonotonic: ticketNow, read without a system call, is
+// TestTicketIsHostMonotonic: Now, read without a system call, is
 // CLOCK_MONOTONIC as every process of the host reads it: between two
 // clock_gettime readings of this process and of another one, give or take
 // the anchor's error (a few microseconds; a millisecond allowed for a
@@ -22,7 +22,7 @@ import (
 func TestTicketIsHostMonotonic(t *testing.T) {
 	if os.Getenv("STATELOCK_TICKET_CHILD") != "" {
 		before, _ := sys.MonotonicNs()
-		tk := ticketNow()
+		tk := Now()
 		after, _ := sys.MonotonicNs()
 		os.Stdout.WriteString(strconv.FormatInt(before, 10) + " " + strconv.FormatInt(tk, 10) + " " + strconv.FormatInt(after, 10) + "\n")
 		return
@@ -36,7 +36,7 @@ func TestTicketIsHostMonotonic(t *testing.T) {
 	}
 	for range 3 {
 		before, _ := sys.MonotonicNs()
-		tk := ticketNow()
+		tk := Now()
 		after, _ := sys.MonotonicNs()
 		check("this process", before, tk, after)
 		time.Sleep(2 * time.Millisecond)
@@ -58,7 +58,7 @@ func TestTicketIsHostMonotonic(t *testing.T) {
 		}
 	}
 	check("another process", v[0], v[1], v[2])
-	if mine := ticketNow(); mine < v[1] {
+	if mine := Now(); mine < v[1] {
 		t.Fatalf("our ticket %d after the child's %d is earlier", mine, v[1])
 	}
 }
