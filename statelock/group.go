@@ -139,18 +139,19 @@ func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, e
 type groupTxn struct {
 	h    *Held
 	perm fs.FileMode
+	prev exactfs.Identity // the state file's capture by Read (zero: absent)
 }
 
 func (t *groupTxn) Read() ([]byte, error) {
-	old, perm, err := readState(t.h.l.dir, t.h.l.base)
-	t.perm = perm
+	old, perm, id, err := readState(t.h.l.dir, t.h.l.base)
+	t.perm, t.prev = perm, id
 	return old, err
 }
 
 func (t *groupTxn) Commit(next []byte, released func()) (writeErr, releaseErr error) {
 	return t.h.writeAndRelease(func(wopts ...exactfs.WriteOption) error {
 		// The old file's mode, kept exactly, as a lone Update keeps it.
-		_, err := t.h.l.dir.WriteFile(t.h.l.base, next, t.perm, append(wopts, exactfs.ExactPerm())...)
+		_, err := t.h.l.dir.WriteFile(t.h.l.base, next, t.perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(t.prev))...)
 		return err
 	}, released)
 }

@@ -47,13 +47,9 @@ func unsafeType(err error) bool {
 // The descriptor is returned open so that a kernel-lock test can be asked
 // about the very inode the bytes came from; the caller closes it.
 func (l *locker) openCapture(name string) (*os.File, *snapshot, error) {
-	f, err := l.dir.OpenFile(name, os.O_RDONLY, 0)
+	// One fstat both proves the descriptor regular and starts the capture.
+	f, data, id, err := l.dir.OpenCaptureRecord(name, os.O_RDONLY)
 	if err != nil {
-		return nil, nil, err
-	}
-	data, id, err := exactfs.CaptureRecordFile(f)
-	if err != nil {
-		f.Close()
 		return nil, nil, err
 	}
 	return f, newSnapshot(data, id), nil

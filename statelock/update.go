@@ -149,7 +149,7 @@ var lastDirSync atomic.Int64
 
 func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.WriteOption) error {
 	d, name := h.l.dir, h.l.base
-	old, perm, err := readState(d, name)
+	old, perm, id, err := readState(d, name)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 	}
 	// perm is the old file's mode (or 0600 for a new one), kept exactly:
 	// a umask must not change who may read state that exists.
-	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm())...)
+	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(id))...)
 	return err
 }
 
@@ -181,11 +181,15 @@ func (h *Held) stateFile() string { return strings.TrimSuffix(h.l.lockPath, lock
 // ignores the lock fails (changed_during_read) instead of returning a torn
 // file. Absent means nil. perm is the mode the successor gets: the file's
 // own permission bits, from the descriptor the bytes were read through, or
-// 0600 for a file that does not exist yet.
-func readState(d *exactfs.Dir, name string) (data []byte, perm fs.FileMode, err error) {
-	data, id, err := d.Capture(name)
+// 0600 for a file that does not exist yet. id is that capture's identity
+// (zero when absent): the write passes it as exactfs.Predecessor, so the
+// successor's owner comes from this capture instead of another lstat of
+// the name (the lock keeps every writer that honours it out between the
+// two).
+func readState(d *exactfs.Dir, name string) (data []byte, perm fs.FileMode, id exactfs.Identity, err error) {
+	data, id, err = d.Capture(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0o600, nil
+		return nil, 0o600, exactfs.Identity{}, nil
 	}
-	return data, id.Mode.Perm(), err
+	return data, id.Mode.Perm(), id, err
 }
