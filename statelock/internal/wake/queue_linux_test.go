@@ -39,7 +39,11 @@ func TestLingerReadsItsPolicy(t *testing.T) {
 	rel := open()
 	defer sys.Close(rel)
 	a, b := NewPolicy(base), NewPolicy(base)
-	b.ParkIdle, b.HandoffDelay, b.Barge = 7*time.Second, 3*time.Second, time.Hour
+	// b's Barge: longer than the old waiter's age below (2·DefaultBarge), and
+	// short enough that Now()-Barge is positive on a machine up for seconds
+	// (an hour was negative on a fresh CI machine, which Ahead reads as
+	// "any waiter").
+	b.ParkIdle, b.HandoffDelay, b.Barge = 7*time.Second, 3*time.Second, time.Second
 	check := func(what string, p *Policy, away bool, want time.Duration) {
 		t.Helper()
 		if got := p.Linger(rel, away); got != want {
