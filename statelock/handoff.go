@@ -203,10 +203,14 @@ func (e *mailboxEntry) expire() {
 	}
 }
 
-// close unmaps (mailboxes locked, nobody using it).
+// close unmaps (mailboxes locked, nobody using it), and forgets the
+// lock's sidecar look (referencePolling).
 func (e *mailboxEntry) close() {
 	e.mb.Close()
 	mailboxes.n--
+	sidecarSeen.Lock()
+	delete(sidecarSeen.m, e.key)
+	sidecarSeen.Unlock()
 }
 
 // handoff is the owner's side: it hands F.lock to the oldest seated Go
@@ -323,11 +327,17 @@ func (l *locker) nudge() {
 // ReferenceRecent, Yield and YieldEvery say when one is polling and how
 // long, and how often, Go takers stay off a tombstone for it.
 
-// sidecarSeen is the sidecar's mtime as this process last saw it at a
-// release, per lock.
+// sidecarSeen is the sidecar as this process last saw it at a release,
+// per lock: its inode and mtime. An entry lives no longer than the
+// lock's mailbox mapping (mailboxEntry.close forgets it).
 var sidecarSeen struct {
 	sync.Mutex
-	m map[mailboxKey]time.Time
+	m map[mailboxKey]sidecarLook
+}
+
+type sidecarLook struct {
+	dev, ino uint64
+	mtime    time.Time
 }
 
 // referencePolling reports whether the sidecar was written since this
@@ -335,25 +345,38 @@ var sidecarSeen struct {
 // The first look only remembers: a Go process writes the sidecar too, on
 // a lock's very first take and when it heals a crashed claim, once; a
 // reference poller writes it at every attempt.
+//
+// A first look is also one at another sidecar inode, or after the lock's
+// mailbox mapping closed (an entry lives no longer than it): the key is
+// the lock directory's inode number and the lock's name, and a directory
+// removed and made again (a test's temporary directory, a tool's scratch
+// directory) can come back with its old number and its sidecar's (ext4
+// hands freed inodes back in order). An old entry would then read as a
+// sidecar rewritten since: a yield to a reference contender that does not
+// exist, and a hand-off not made. While the old mapping lives, the new
+// directory's mailbox is another inode, so mailbox() finds the mapping
+// stale and closes it; once it has closed, the entry is gone.
 func (l *locker) referencePolling() bool {
 	fi, err := l.dir.Lstat(l.sidecar)
 	if err != nil {
 		return false
 	}
+	id, _ := fi.Sys().(exactfs.Identity)
 	dev, ino := l.dir.Inode()
 	key := mailboxKey{dev, ino, l.lockName}
-	mt := fi.ModTime()
+	now := sidecarLook{dev: id.Dev, ino: id.Ino, mtime: fi.ModTime()}
 	sidecarSeen.Lock()
 	defer sidecarSeen.Unlock()
 	if sidecarSeen.m == nil {
-		sidecarSeen.m = map[mailboxKey]time.Time{}
+		sidecarSeen.m = map[mailboxKey]sidecarLook{}
 	}
 	prev, seen := sidecarSeen.m[key]
 	if !seen && len(sidecarSeen.m) >= 4*mailboxMax {
 		clear(sidecarSeen.m)
 	}
-	sidecarSeen.m[key] = mt
-	return seen && !mt.Equal(prev) && time.Since(mt) < l.cfg.policy.ReferenceRecent
+	sidecarSeen.m[key] = now
+	seen = seen && prev.dev == now.dev && prev.ino == now.ino
+	return seen && !now.mtime.Equal(prev.mtime) && time.Since(now.mtime) < l.cfg.policy.ReferenceRecent
 }
 
 // yielding reports whether this lock's mailbox, if this process has it

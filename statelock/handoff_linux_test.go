@@ -573,3 +573,79 @@ func TestMailboxRemadeAfterItsFileVanished(t *testing.T) {
 		t.Fatal("the stale mailbox was handed out again")
 	}
 }
+
+// TestHandoffNotYieldedToAnotherSidecarsHistory: the release's look for a
+// polling reference contender (a sidecar rewritten since this process's
+// last look) compares one sidecar with itself only. A sidecar made anew
+// (a new inode: here replaced by the test; in the wild, a lock directory
+// removed and made again with the same inode number, which is the key the
+// last look is kept under) is a first look, not a rewrite: the release
+// hands off. Before, it yielded to a contender that did not exist, and a
+// test that killed its waiter at the accepted hand-off saw the waiter take
+// the lock the reference way instead (TestHandoffWaiterKilledAfterAccepting
+// failed now and then, when a t.TempDir reused an earlier one's inode).
+func TestHandoffNotYieldedToAnotherSidecarsHistory(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	handoffOnce(t, e) // the first look at the sidecar, remembered
+	b := mustRead(t, e.sidecar)
+	if err := os.Remove(e.sidecar); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a later mtime, as a new file has
+	if err := os.WriteFile(e.sidecar, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	handoffOnce(t, e)
+}
+
+// TestHandoffFirstLookAfterMailboxRemade: where a remade directory gives
+// the sidecar its old inode number too, what tells the incarnations apart
+// is the mailbox, a new file (the old one, still mapped here, keeps its
+// number): the registry finds the old mapping stale and closes it, and the
+// sidecar's last look goes with it. Here the mailbox is removed (the next
+// waiter makes a new one) and the sidecar rewritten in place; the release
+// hands off. On the old code it yielded.
+func TestHandoffFirstLookAfterMailboxRemade(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	handoffOnce(t, e)
+	mb, _ := wake.Name(filepath.Base(e.lock))
+	if err := os.Remove(filepath.Join(e.dir, mb)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(e.sidecar, mustRead(t, e.sidecar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	handoffOnce(t, e)
+}
+
+// handoffOnce locks e's lock, seats a waiter process, releases, and
+// checks that the release granted it (one hand-off) and that it ran.
+func handoffOnce(t *testing.T, e *testEnv) {
+	t.Helper()
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workerCmd(context.Background(), "handoffwait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	startAndWaitLine(t, w, "waiting", 30*time.Second)
+	defer func() { w.Process.Kill(); w.Wait() }()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	granted := countHook(t, hook.LockHandoffBeforePwrite)
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := granted.Load(); got != 1 {
+		t.Fatalf("the release granted %d times, want 1 (no reference contender exists): F.lock %s", got, mustRead(t, e.lock))
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
