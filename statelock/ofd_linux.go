@@ -125,7 +125,7 @@ var lookIdle = time.Second // a variable for tests
 // now, and done, which the caller calls when it no longer uses it (and
 // never closes it itself). fd is -1 when name is not a regular file.
 func (l *locker) lookProbe(name string) (fd int, done func()) {
-	st, err := sys.Lstat(l.dir.Fd(), name)
+	st, err := l.dir.LstatRaw(name)
 	if err != nil || !st.Mode.IsRegular() {
 		return -1, nil
 	}
