@@ -72,20 +72,24 @@ type probeFd struct {
 }
 
 func (l *locker) openProbe(name string) probeFd {
-	dirfd := l.dir.Fd()
-	if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
-		return probeFd{fd: -1}
-	}
-	fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
-	if err != nil {
-		return probeFd{fd: -1}
-	}
-	st, err := sys.Fstat(fd)
-	if err != nil || !st.Mode.IsRegular() {
-		sys.Close(fd)
-		return probeFd{fd: -1}
-	}
-	return probeFd{fd: fd, ino: st.Ino}
+	p := probeFd{fd: -1}
+	l.dir.Use(func(dirfd int) error {
+		if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
+			return nil
+		}
+		fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
+		if err != nil {
+			return nil
+		}
+		st, err := sys.Fstat(fd)
+		if err != nil || !st.Mode.IsRegular() {
+			sys.Close(fd)
+			return nil
+		}
+		p = probeFd{fd: fd, ino: st.Ino}
+		return nil
+	})
+	return p
 }
 
 func (p probeFd) close() {
