@@ -413,10 +413,6 @@ func (d *Dir) Close() error {
 // closed under its user by a racing Close or the leak detector.
 func (d *Dir) Use(f func(fd int) error) error { return d.use("use", f) }
 
-// Fd returns d's descriptor without a reference (going away: use Use,
-// LstatRaw or StatRaw).
-func (d *Dir) Fd() int { return d.fd }
-
 // LstatRaw is Lstat of a single name directly beneath d (no path walk), in
 // the form the lock's hot path needs: the system's stat record, with no
 // allocation, and the system call's own error (errors.Is works with
