@@ -104,14 +104,14 @@ func TestDirFdAndFile(t *testing.T) {
 	defer d.Close()
 	dev, ino := d.Inode()
 	var st syscall.Stat_t
-	if err := syscall.Fstat(d.Fd(), &st); err != nil || st.Ino != ino || uint64(st.Dev) != dev {
+	if err := syscall.Fstat(d.fd, &st); err != nil || st.Ino != ino || uint64(st.Dev) != dev {
 		t.Fatalf("Fd: %v %+v", err, st)
 	}
 	f, err := d.File()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Fd() == uintptr(d.Fd()) {
+	if f.Fd() == uintptr(d.fd) {
 		t.Fatal("File returned d's own descriptor")
 	}
 	fi, err := f.Stat()

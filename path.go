@@ -400,14 +400,41 @@ func (d *Dir) Close() error {
 	return nil
 }
 
-// Fd returns the directory descriptor d holds, for system calls exactfs
-// does not wrap (an inotify watch, fgetxattr). It stays owned by d: do not
-// close it. Fd takes no reference: the number is only good while the
-// caller itself keeps d open (no Close may race its use) and reachable (a
-// Dir dropped without Close has its descriptor closed by the leak
-// detector; use runtime.KeepAlive(d) after the last use of the number, as
-// with os.File.Fd). File returns a descriptor of the caller's own.
-func (d *Dir) Fd() int { return d.fd }
+// Use runs f on d's descriptor, holding a reference to d for f's
+// duration: a Close racing f waits for it to return before the descriptor
+// is closed, and f never runs once d is closed (Use then fails with an
+// error satisfying errors.Is(err, os.ErrClosed)). f must not keep the
+// number or close it (a Close racing it, even from f, waits). It is for the packages of this module
+// whose system calls exactfs does not wrap as a method (statelock's claim
+// directory); File returns a descriptor of the caller's own. Use costs no
+// system call and, when f does not escape, no allocation.
+//
+// There is no Fd method: a bare number taken without a reference would be
+// closed under its user by a racing Close or the leak detector.
+func (d *Dir) Use(f func(fd int) error) error { return d.use("use", f) }
+
+// LstatRaw is Lstat of a single name directly beneath d (no path walk), in
+// the form the lock's hot path needs: the system's stat record, with no
+// allocation, and the system call's own error (errors.Is works with
+// fs.ErrNotExist and the errno). name must not contain a separator. It is
+// for the packages of this module; others use Lstat.
+func (d *Dir) LstatRaw(name string) (st sys.Stat, err error) {
+	err = d.use("lstat", func(fd int) (err error) {
+		st, err = sys.Lstat(fd, name)
+		return err
+	})
+	return st, err
+}
+
+// StatRaw is Stat in the system's stat record (owner, group, mode), with no
+// allocation; see LstatRaw.
+func (d *Dir) StatRaw() (st sys.Stat, err error) {
+	err = d.use("stat", func(fd int) (err error) {
+		st, err = sys.Fstat(fd)
+		return err
+	})
+	return st, err
+}
 
 // File returns a new *os.File on a duplicate of d's descriptor, bound to the
 // same directory inode. The caller closes it; d stays open.

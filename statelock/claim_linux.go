@@ -58,8 +58,10 @@ func (l *locker) makeClaim() error {
 // Its times are set to now before the rename: a claim's age is its
 // directory's mtime (nobody judges a claim younger than claimMinAge), and a
 // spare's mtime is that of its last use, which may be long ago.
-func (l *locker) takeSpare() error {
-	dirfd := l.dir.Fd()
+func (l *locker) takeSpare() error { return l.dir.Use(l.takeSpareAt) }
+
+// takeSpareAt is takeSpare on the lock directory open at dirfd.
+func (l *locker) takeSpareAt(dirfd int) error {
 	fd, err := sys.OpenDir(dirfd, l.spare)
 	if err != nil {
 		return errNoSpare
@@ -101,8 +103,10 @@ func (l *locker) takeSpare() error {
 // mkdirClaim makes the claim directory with mkdir and opens it. mkdir's
 // mode is masked by the umask, so a mode other than exactly 0700 is fixed
 // through the descriptor.
-func (l *locker) mkdirClaim() error {
-	dirfd := l.dir.Fd()
+func (l *locker) mkdirClaim() error { return l.dir.Use(l.mkdirClaimAt) }
+
+// mkdirClaimAt is mkdirClaim on the lock directory open at dirfd.
+func (l *locker) mkdirClaimAt(dirfd int) error {
 	switch err := sys.Mkdir(dirfd, l.claim, 0o700); err {
 	case nil:
 	case syscall.EEXIST:
@@ -146,7 +150,12 @@ func (l *locker) dropClaim() error {
 		return l.dir.Rmdir(l.claim)
 	}
 	defer sys.Close(c.fd)
-	dirfd := l.dir.Fd()
+	return l.dir.Use(func(dirfd int) error { return l.dropClaimAt(dirfd, c) })
+}
+
+// dropClaimAt is dropClaim of the claim c on the lock directory open at
+// dirfd.
+func (l *locker) dropClaimAt(dirfd int, c claimDir) error {
 	st, err := sys.Lstat(dirfd, l.claim)
 	if err != nil {
 		return &fs.PathError{Op: "release the transition claim", Path: l.path(l.claim), Err: err}

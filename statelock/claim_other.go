@@ -15,10 +15,13 @@ func (l *locker) makeClaim() error {
 	if err := l.dir.Mkdir(l.claim, 0o700); err != nil {
 		return err
 	}
-	if fd, err := sys.OpenDir(l.dir.Fd(), l.claim); err == nil {
-		l.chownForDir(fd)
-		sys.Close(fd)
-	}
+	l.dir.Use(func(dirfd int) error {
+		if fd, err := sys.OpenDir(dirfd, l.claim); err == nil {
+			l.chownForDir(fd)
+			sys.Close(fd)
+		}
+		return nil
+	})
 	// Every claim here is made anew, so each take finishes a removal that
 	// a reclaimer killed after its detach left at claim+".removing", as
 	// claim_linux.go does for a claim it had to mkdir: without this the

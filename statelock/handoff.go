@@ -166,7 +166,7 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 
 // ownsDir reports whether the lock's directory is owned by our euid.
 func (l *locker) ownsDir() bool {
-	st, err := sys.Fstat(l.dir.Fd())
+	st, err := l.dir.StatRaw()
 	return err == nil && l.euid >= 0 && st.Uid == uint32(l.euid)
 }
 

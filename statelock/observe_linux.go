@@ -53,7 +53,7 @@ const observeMax = 1024
 
 // observe takes an observation of F.lock (and of the queue ahead of tk).
 func (l *locker) observe(tk *wake.Ticket) observation {
-	st, err := sys.Lstat(l.dir.Fd(), l.lockName)
+	st, err := l.dir.LstatRaw(l.lockName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return observation{ok: true}

@@ -72,20 +72,24 @@ type probeFd struct {
 }
 
 func (l *locker) openProbe(name string) probeFd {
-	dirfd := l.dir.Fd()
-	if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
-		return probeFd{fd: -1}
-	}
-	fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
-	if err != nil {
-		return probeFd{fd: -1}
-	}
-	st, err := sys.Fstat(fd)
-	if err != nil || !st.Mode.IsRegular() {
-		sys.Close(fd)
-		return probeFd{fd: -1}
-	}
-	return probeFd{fd: fd, ino: st.Ino}
+	p := probeFd{fd: -1}
+	l.dir.Use(func(dirfd int) error {
+		if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
+			return nil
+		}
+		fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
+		if err != nil {
+			return nil
+		}
+		st, err := sys.Fstat(fd)
+		if err != nil || !st.Mode.IsRegular() {
+			sys.Close(fd)
+			return nil
+		}
+		p = probeFd{fd: fd, ino: st.Ino}
+		return nil
+	})
+	return p
 }
 
 func (p probeFd) close() {
@@ -125,7 +129,7 @@ var lookIdle = time.Second // a variable for tests
 // now, and done, which the caller calls when it no longer uses it (and
 // never closes it itself). fd is -1 when name is not a regular file.
 func (l *locker) lookProbe(name string) (fd int, done func()) {
-	st, err := sys.Lstat(l.dir.Fd(), name)
+	st, err := l.dir.LstatRaw(name)
 	if err != nil || !st.Mode.IsRegular() {
 		return -1, nil
 	}

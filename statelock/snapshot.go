@@ -79,7 +79,9 @@ const (
 // (nothing the protocol makes is like that), so that a planted gigabyte is
 // never read. The capture remains the proof; the look only refuses early.
 func (l *locker) captureTree(name string) (*exactfs.Tree, error) {
-	if what := l.oversized(l.dir.Fd(), name, 0, new(int)); what != "" {
+	var what string
+	l.dir.Use(func(dirfd int) error { what = l.oversized(dirfd, name, 0, new(int)); return nil })
+	if what != "" {
 		return nil, &exactfs.Error{Op: "capture tree", Path: l.path(name), Code: exactfs.CodeRecordTooLarge,
 			Detail: what + "; no lock directory holds that, so nothing of it was read: check it and remove it by hand"}
 	}

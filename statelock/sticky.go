@@ -9,7 +9,6 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
@@ -178,7 +177,7 @@ func (l *locker) resumeSticky() *heldRecord {
 // resume proves that the kept record r is still ours at F.lock and gives
 // it a fresh token (see the top of this file).
 func (l *locker) resume(r *heldRecord) (*heldRecord, error) {
-	st, err := sys.Lstat(l.dir.Fd(), l.lockName)
+	st, err := l.dir.LstatRaw(l.lockName)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +235,7 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	if yielded || !e.relocked || e.r != nil {
 		return stickyNo
 	}
-	if _, err := sys.Lstat(l.dir.Fd(), l.claim); err == nil {
+	if _, err := l.dir.LstatRaw(l.claim); err == nil {
 		hook.Fire(hook.LockStickyClaimSeen, l.lockPath)
 		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
 		l.yieldToReference()

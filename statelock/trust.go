@@ -76,7 +76,7 @@ func (l *locker) foreignOwner(uid uint32) string {
 	if euid < 0 || uid == uint32(euid) {
 		return ""
 	}
-	if d, err := sys.Fstat(l.dir.Fd()); err == nil && d.Uid == uid {
+	if d, err := l.dir.StatRaw(); err == nil && d.Uid == uid {
 		return ""
 	}
 	return "it is owned by " + userName(uid) + ", not by us (" + userName(uint32(euid)) + ") or the directory's owner"
@@ -144,7 +144,7 @@ func (l *locker) refuseIfForeign(name string, err error) error {
 	if !permissionError(err) || errors.As(err, &done) {
 		return err
 	}
-	st, serr := sys.Lstat(l.dir.Fd(), name)
+	st, serr := l.dir.LstatRaw(name)
 	if serr != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ func (l *locker) chownForDir(fd int) error {
 	if l.euid != 0 {
 		return nil
 	}
-	var d syscall.Stat_t
-	if err := syscall.Fstat(l.dir.Fd(), &d); err != nil {
+	d, err := l.dir.StatRaw()
+	if err != nil {
 		return err
 	}
 	if d.Uid == 0 {
