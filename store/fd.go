@@ -19,7 +19,7 @@ const dirLockMaxPause = 5 * time.Millisecond
 // too) and returns the function that releases it. It waits, with backoff,
 // up to dirLockWait or until ctx is done (then the error is interrupted and
 // matches ctx's error). See Store.commitGuard for why. The new open goes
-// through d's methods, never through d.Fd(): d may be the store's root,
+// through d's methods, which hold a reference: d may be the store's root,
 // which a concurrent Close may release.
 func lockDir(ctx context.Context, d *exactfs.Dir) (unlock func(), err error) {
 	own, err := d.OpenDir(".")
