@@ -50,32 +50,21 @@ func (d *Dir) ProbeKernel() (r *KernelReport, err error) {
 
 func probeKernelIn(dfd int, dir string) (*KernelReport, error) {
 	r := &KernelReport{Portable: sys.Portable}
-	name := fmt.Sprintf(".exactfs-doctor-%d-%x", os.Getpid(), randomWord())
-	if err := sys.Mkdir(dfd, name, 0o700); err != nil {
-		return nil, fmt.Errorf("create a probe directory in %s: %w", dir, err)
-	}
-	tfd, err := sys.OpenDir(dfd, name)
-	if err != nil {
-		sys.Rmdir(dfd, name)
-		return nil, fmt.Errorf("open the probe directory %s in %s: %w", name, dir, err)
-	}
-	created := map[string]bool{}
-	defer func() {
-		for n := range created {
-			sys.Unlink(tfd, n)
-		}
-		sys.Close(tfd)
-		sys.Rmdir(dfd, name)
-	}()
-	r.Waker, r.Wake = probeWaker(tfd, func(n string) error {
-		fd, err := sys.Open(tfd, n, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		created[n] = true
-		return sys.Close(fd)
+	err := inProbeDir(dfd, dir, func(tfd int, created map[string]bool) error {
+		r.Waker, r.Wake = probeWaker(tfd, func(n string) error {
+			fd, err := sys.Open(tfd, n, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err != nil {
+				return err
+			}
+			created[n] = true
+			return sys.Close(fd)
+		})
+		r.OpenFiles = probeOpenFiles(tfd, created)
+		return nil
 	})
-	r.OpenFiles = probeOpenFiles(tfd, created)
+	if err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
