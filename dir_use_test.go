@@ -81,6 +81,20 @@ func TestDirRawStats(t *testing.T) {
 	if _, err := d.LstatRaw("missing"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("LstatRaw(missing) = %v, want not exist", err)
 	}
+	// One name only: a path would be walked by the kernel, through any
+	// symlink on the way (ls/. resolves through the symlink ls).
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "ls")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"ls/.", "sub/../f", "/etc/passwd"} {
+		var e *Error
+		if _, err := d.LstatRaw(p); !errors.As(err, &e) || e.Code != CodeInvalidRequest {
+			t.Errorf("LstatRaw(%q) = %v, want invalid_request (one name, no separator)", p, err)
+		}
+	}
 	dev, ino := d.Inode()
 	if st, err := d.StatRaw(); err != nil || st.Dev != dev || st.Ino != ino || uint32(os.Geteuid()) != st.Uid {
 		t.Fatalf("StatRaw = %+v, %v", st, err)

@@ -419,6 +419,12 @@ func (d *Dir) Use(f func(fd int) error) error { return d.use("use", f) }
 // fs.ErrNotExist and the errno). name must not contain a separator. It is
 // for the packages of this module; others use Lstat.
 func (d *Dir) LstatRaw(name string) (st sys.Stat, err error) {
+	for i := 0; i < len(name); i++ {
+		if os.IsPathSeparator(name[i]) {
+			return st, &Error{Op: "lstat", Path: d.join(name), Code: CodeInvalidRequest,
+				Detail: "LstatRaw takes one name directly beneath the directory, without a separator: use Lstat for a path"}
+		}
+	}
 	err = d.use("lstat", func(fd int) (err error) {
 		st, err = sys.Lstat(fd, name)
 		return err
