@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +50,9 @@ const (
 	// How long a kill meant for a TypeScript worker inside its critical
 	// section waits for one to enter.
 	tsHoldWait = 300 * time.Millisecond
+	// How often a finished Go slot takes the lock while TypeScript slots
+	// still run (see slot).
+	tendEvery = 100 * time.Millisecond
 )
 
 // incarnation is one process of a worker slot.
@@ -79,6 +83,7 @@ type run struct {
 	failures   []string
 	kills      [2]int // Go, TypeScript
 	tsMisses   int
+	tsActive   atomic.Int32 // TypeScript slots still running
 }
 
 func now(t *testing.T) int64 {
@@ -121,9 +126,10 @@ func TestMixedChaos(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.slot(ctx, false, s) }()
 	}
+	r.tsActive.Store(int32(tsWorkers))
 	for s := range tsWorkers {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.slot(ctx, true, s) }()
+		go func() { defer wg.Done(); defer r.tsActive.Add(-1); r.slot(ctx, true, s) }()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -166,10 +172,29 @@ func TestMixedChaos(t *testing.T) {
 
 // slot runs one worker slot: start an incarnation for what is left to do,
 // wait for it, and start again after a SIGKILL, until it has done its part.
+//
+// Go slot 0, once done, tends the lock while TypeScript slots still run:
+// one more update every tendEvery. The reference never removes a transition
+// claim directory (it reclaims a claim only when it is a file), so a
+// TypeScript worker killed inside its claim strands every TypeScript peer
+// until a Go process takes the lock and heals it; in a real mixed deployment
+// that is the Go process that still uses the file, and in this run, without
+// the tender, a kill after the last Go update left the TypeScript workers to
+// run out of attempts (SessionStateLockUnavailableError).
 func (r *run) slot(ctx context.Context, ts bool, slot int) {
 	for {
 		r.mu.Lock()
 		left, from := r.leftToDo(ts, slot)
+		tending := left == 0 && !ts && slot == 0 && r.tsActive.Load() > 0 && ctx.Err() == nil
+		if tending {
+			r.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(tendEvery):
+			}
+			r.mu.Lock()
+			left = 1
+		}
 		if left == 0 || ctx.Err() != nil {
 			r.mu.Unlock()
 			return
@@ -213,7 +238,7 @@ func (r *run) slot(ctx context.Context, ts bool, slot int) {
 			r.failures = append(r.failures, fmt.Sprintf("%s worker %d (pid %d) failed: %v\n%s", kind, slot, inc.pid, err, inc.out.String()))
 		}
 		r.mu.Unlock()
-		if !killed {
+		if !killed && (err != nil || !tending) {
 			return
 		}
 	}
