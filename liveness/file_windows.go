@@ -61,8 +61,9 @@ func sealSecret(d *exactfs.Dir, file string) error {
 	}
 	defer f.Close()
 	if err := sys.MakeOwnerOnly(int(f.Fd()), false); err != nil {
-		return fmt.Errorf("liveness: making installation secret %s owner-only (it was published with the entry it inherits from the config root, "+
-			"which allows only you; if this persists, check that the volume keeps ACLs): %w", file, err)
+		return fmt.Errorf("liveness: installation secret %s was created, but giving it an owner-only DACL of its own failed "+
+			"(it keeps the one entry it inherits from the config root, which allows only you): %w; "+
+			"run again, and if this persists check that the volume keeps ACLs and that this account may change the file's security", file, err)
 	}
 	return nil
 }
