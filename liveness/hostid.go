@@ -103,6 +103,15 @@ func (e configRootError) Is(target error) bool { return target == ErrConfigRootU
 // id ([MachineID]) and the installation secret in configRoot, creating the
 // secret if it does not exist yet. It fails, and creates nothing, when the
 // machine id is unavailable.
+//
+// The config root and the secret must be owner-only: on Unix modes 0700
+// and 0600; on Windows owned by the current user, with a DACL that allows
+// that user alone (the root's protected from inheritance). A missing
+// config root is created so, with every missing directory above it; an
+// existing root that is not owner-only is refused, never repaired, and an
+// existing secret that is ours but lets others in is made owner-only. On
+// Windows it refuses, creating nothing, while internal/sys's gate is shut
+// (every program until the lock's Windows attestation lands).
 func LoadHostIdentity(configRoot string) (HostIdentity, error) {
 	return LoadHostIdentityFrom(configRoot, MachineID)
 }
@@ -247,7 +256,7 @@ func openConfigRoot(dir string) (*exactfs.Dir, error) {
 	default:
 		d, err = exactfs.OpenDir(resolved)
 		if errors.Is(err, exactfs.ErrNotDirectory) {
-			return nil, fmt.Errorf("liveness: config root %s is not a directory", dir)
+			return nil, fmt.Errorf("liveness: config root %s is not a directory; name a directory, or a path that does not exist yet (it is then created)", dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("liveness: config root: %w", err)
