@@ -89,8 +89,10 @@ func checkConfigRootHandle(dir string, f *os.File) error {
 		return nil
 	case errors.Is(err, sys.ErrNotOwner), errors.Is(err, sys.ErrACLPresent), errors.Is(err, sys.ErrACLUnknown):
 		return fmt.Errorf("liveness: config root %s is not owner-only (%w); "+
-			"give only your own account access to it, through a protected DACL that inherits nothing, "+
-			"or name a config root that does not exist yet, which exactfs creates owner-only", dir, err)
+			"give only your own account access to it, through a protected DACL that inherits nothing "+
+			"(for example: icacls \"%s\" /inheritance:r /grant:r \"%%USERNAME%%:(OI)(CI)F\", then remove any other entry it lists), "+
+			"or name a config root that does not exist yet, which exactfs creates owner-only "+
+			"(a root the TypeScript peers made inherits its parent's DACL and needs this once)", dir, err, dir)
 	}
 	return fmt.Errorf("liveness: config root %s: cannot prove that only its owner may access it: %w", dir, err)
 }
