@@ -14,10 +14,12 @@ import (
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
-// TestWindowsHostIdentityFailsClosed: until the Windows port lands (issue
-// 22), the host identity cannot be loaded on Windows (the config root and
-// the secret go through exactfs, which refuses), and the refusal creates
-// nothing: no config root, no secret, no change to a secret that is there.
+// TestWindowsHostIdentityFailsClosed: while internal/sys's gate is shut
+// (every program, until issue 22 step 4 opens it), the host identity
+// cannot be loaded on Windows (the config root and the secret go through
+// exactfs, which refuses), and the refusal creates nothing: no config
+// root, no secret, no change to a secret that is there. The tests that
+// open the gate (openPlatform) prove the Windows code behind it.
 func TestWindowsHostIdentityFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "exactfs")     // no such directory yet; its parent exists, like %APPDATA%
@@ -60,11 +62,11 @@ func TestWindowsHostIdentityFailsClosed(t *testing.T) {
 
 // TestWindowsConfigRootParentsFailClosed: a config root whose parent does
 // not exist either must not leave that parent behind when the platform
-// refuses. It fails today: openConfigRoot makes the parents with package
-// os (os.MkdirAll) before exactfs.Mkdir refuses the root itself, so the
-// parent directories stay. Listed in .ci/wine/expected-failures until
-// liveness creates them through exactfs (exactfs.MkdirAll refuses on
-// Windows before it creates anything).
+// refuses. It failed before: openConfigRoot made the parents with package
+// os (os.MkdirAll) before exactfs.Mkdir refused the root itself, so the
+// parent directories stayed. Now the deepest directory that exists is
+// opened with exactfs first, which refuses before anything is made, and
+// each missing directory is made beneath its parent's handle.
 func TestWindowsConfigRootParentsFailClosed(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "missing", "parent", "exactfs")

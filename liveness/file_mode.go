@@ -4,23 +4,21 @@ package liveness
 
 import (
 	"fmt"
-	"io/fs"
 
 	"github.com/exactfs/exactfs"
 )
 
-// chmodDir sets the mode of the directory d through a descriptor of it.
-func chmodDir(d *exactfs.Dir, mode fs.FileMode) error {
-	f, err := d.File()
-	if err != nil {
-		return fmt.Errorf("liveness: creating config root: %w", err)
-	}
-	defer f.Close()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("liveness: creating config root: %w", err)
-	}
-	return nil
+// mkdirOwnerOnly makes the directory name beneath d with mode 0700,
+// exactly (exactfs sets it through a descriptor, whatever the umask), so
+// it is owner-only from its creation: mkdir(2) never gives more than
+// the mode asked for.
+func mkdirOwnerOnly(d *exactfs.Dir, name string) error {
+	return d.Mkdir(name, 0o700)
 }
+
+// sealSecret has nothing to do here: Publish gave the secret exactly 0600
+// before it had its name.
+func sealSecret(*exactfs.Dir, string) error { return nil }
 
 // checkConfigRoot applies checkConfigRootMode to the directory d is bound
 // to, as it is now.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
@@ -26,16 +27,43 @@ import (
 // what sys.MakeOwnerOnly writes is shown on real Windows only
 // (.ci/wine/needs-real-windows.md).
 
-// chmodDir makes the config root exactfs has just created owner-only: on
-// Windows, by its DACL, whatever mode is asked for (0700 is the only one).
-func chmodDir(d *exactfs.Dir, _ fs.FileMode) error {
-	f, err := d.File()
+// mkdirOwnerOnly makes the directory name beneath d owner-only from its
+// creation: NtCreateFile is given the owner-only security descriptor
+// (sys.MkdirOwnerOnly), so there is no moment at which the directory
+// carries what it would inherit from its parent and someone that let in
+// could put a file in it or keep a handle to it. openConfigRoot then
+// proves the config root with sys.OwnerOnly, as any existing one.
+func mkdirOwnerOnly(d *exactfs.Dir, name string) error {
+	err := d.Use(func(fd int) error { return sys.MkdirOwnerOnly(fd, name) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return err
+	case errors.Is(err, sys.ErrACLUnavailable):
+		return fmt.Errorf("cannot make %s owner-only: %w; name a config root on an NTFS or ReFS volume", filepath.Join(d.Name(), name), err)
+	}
+	return fmt.Errorf("making %s owner-only: %w", filepath.Join(d.Name(), name), err)
+}
+
+// sealSecret gives the secret this process has just published its own
+// owner-only security descriptor (sys.MakeOwnerOnly: owner the current
+// user, a protected DACL for that user alone, read back and proved). It
+// was owner-only from its creation already, by the one entry it inherited
+// from the config root proved owner-only; sealed, it stays so if that
+// root's DACL is ever changed, and an elevated process's secret is owned
+// by the user, not by Administrators. The handle is a no-follow open of a
+// regular file beneath the checked root.
+func sealSecret(d *exactfs.Dir, file string) error {
+	f, err := d.OpenFile(SecretFileName, os.O_RDONLY, 0)
 	if err != nil {
-		return fmt.Errorf("liveness: creating config root: %w", err)
+		return fmt.Errorf("liveness: making installation secret %s owner-only: %w", file, err)
 	}
 	defer f.Close()
-	if err := sys.MakeOwnerOnly(int(f.Fd()), true); err != nil {
-		return fmt.Errorf("liveness: creating config root %s: making it owner-only: %w", d.Name(), err)
+	if err := sys.MakeOwnerOnly(int(f.Fd()), false); err != nil {
+		return fmt.Errorf("liveness: installation secret %s was created, but giving it an owner-only DACL of its own failed "+
+			"(it keeps the one entry it inherits from the config root, which allows only you): %w; "+
+			"run again, and if this persists check that the volume keeps ACLs and that this account may change the file's security", file, err)
 	}
 	return nil
 }
@@ -61,8 +89,10 @@ func checkConfigRootHandle(dir string, f *os.File) error {
 		return nil
 	case errors.Is(err, sys.ErrNotOwner), errors.Is(err, sys.ErrACLPresent), errors.Is(err, sys.ErrACLUnknown):
 		return fmt.Errorf("liveness: config root %s is not owner-only (%w); "+
-			"give only your own account access to it, through a protected DACL that inherits nothing, "+
-			"or name a config root that does not exist yet, which exactfs creates owner-only", dir, err)
+			"give only your own account access to it, through a protected DACL that inherits nothing "+
+			"(for example: icacls \"%s\" /inheritance:r /grant:r \"%%USERNAME%%:(OI)(CI)F\", then remove any other entry it lists), "+
+			"or name a config root that does not exist yet, which exactfs creates owner-only "+
+			"(a root the TypeScript peers made inherits its parent's DACL and needs this once)", dir, err, dir)
 	}
 	return fmt.Errorf("liveness: config root %s: cannot prove that only its owner may access it: %w", dir, err)
 }

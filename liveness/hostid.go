@@ -103,6 +103,15 @@ func (e configRootError) Is(target error) bool { return target == ErrConfigRootU
 // id ([MachineID]) and the installation secret in configRoot, creating the
 // secret if it does not exist yet. It fails, and creates nothing, when the
 // machine id is unavailable.
+//
+// The config root and the secret must be owner-only: on Unix modes 0700
+// and 0600; on Windows owned by the current user, with a DACL that allows
+// that user alone (the root's protected from inheritance). A missing
+// config root is created so, with every missing directory above it; an
+// existing root that is not owner-only is refused, never repaired, and an
+// existing secret that is ours but lets others in is made owner-only. On
+// Windows it refuses, creating nothing, while internal/sys's gate is shut
+// (every program until the lock's Windows attestation lands).
 func LoadHostIdentity(configRoot string) (HostIdentity, error) {
 	return LoadHostIdentityFrom(configRoot, MachineID)
 }
@@ -235,43 +244,77 @@ const createAttempts = 8
 // make another installation's records look local.
 func openConfigRoot(dir string) (*exactfs.Dir, error) {
 	resolved, err := filepath.EvalSymlinks(dir)
-	created := false
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-			return nil, fmt.Errorf("liveness: creating config root: %w", err)
-		}
-		parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	var d *exactfs.Dir
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d, err = createConfigRoot(dir)
 		if err != nil {
-			return nil, fmt.Errorf("liveness: creating config root: %w", err)
+			return nil, err
 		}
-		resolved = filepath.Join(parent, filepath.Base(dir))
-		switch err := exactfs.Mkdir(resolved, 0o700); {
-		case err == nil:
-			created = true
-		case !errors.Is(err, fs.ErrExist):
-			return nil, fmt.Errorf("liveness: creating config root: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("liveness: config root: %w", err)
+	default:
+		d, err = exactfs.OpenDir(resolved)
+		if errors.Is(err, exactfs.ErrNotDirectory) {
+			return nil, fmt.Errorf("liveness: config root %s is not a directory; name a directory, or a path that does not exist yet (it is then created)", dir)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("liveness: config root: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("liveness: config root: %w", err)
+		}
 	}
-	d, err := exactfs.OpenDir(resolved)
-	if errors.Is(err, exactfs.ErrNotDirectory) {
-		return nil, fmt.Errorf("liveness: config root %s is not a directory", dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("liveness: config root: %w", err)
-	}
-	if created {
-		// The umask could have removed owner bits from the mode asked
-		// for; fixed through the descriptor, never by name.
-		err = chmodDir(d, 0o700)
-	}
-	if err == nil {
-		err = checkConfigRoot(dir, d)
-	}
-	if err != nil {
+	if err := checkConfigRoot(dir, d); err != nil {
 		d.Close()
 		return nil, err
+	}
+	return d, nil
+}
+
+// createConfigRoot makes the config root dir, and every missing directory
+// above it, owner-only (mkdirOwnerOnly) and returns it open. The deepest
+// directory that exists is resolved once, as openConfigRoot resolves an
+// existing root, and opened with exactfs before anything is made, so a
+// platform where exactfs refuses (Windows while internal/sys's gate is
+// shut) refuses here with nothing created; each missing directory is then
+// made beneath the descriptor of its parent and opened following no
+// symlink. A directory another process made meanwhile is used as found:
+// for the config root itself, openConfigRoot's check decides.
+func createConfigRoot(dir string) (*exactfs.Dir, error) {
+	var missing []string // from the config root up
+	at := filepath.Clean(dir)
+	var base string
+	for {
+		parent := filepath.Dir(at)
+		missing = append(missing, filepath.Base(at))
+		resolved, err := filepath.EvalSymlinks(parent)
+		if err == nil {
+			base = resolved
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || parent == at {
+			return nil, fmt.Errorf("liveness: creating config root %s: %w", dir, err)
+		}
+		at = parent
+	}
+	d, err := exactfs.OpenDir(base)
+	if err != nil {
+		return nil, fmt.Errorf("liveness: creating config root %s: %w", dir, err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		name := missing[i]
+		if err := mkdirOwnerOnly(d, name); err != nil && !errors.Is(err, fs.ErrExist) {
+			d.Close()
+			return nil, fmt.Errorf("liveness: creating config root %s: %w", dir, err)
+		}
+		next, err := d.OpenDir(name)
+		at := filepath.Join(d.Name(), name)
+		d.Close()
+		if errors.Is(err, exactfs.ErrNotDirectory) {
+			return nil, fmt.Errorf("liveness: creating config root %s: %s is not a directory; remove it or name another config root", dir, at)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("liveness: creating config root %s: %w", dir, err)
+		}
+		d = next
 	}
 	return d, nil
 }
@@ -357,6 +400,9 @@ func createSecret(d *exactfs.Dir, file string) ([]byte, error) {
 		return nil, fmt.Errorf("liveness: publishing installation secret %s (the config root must be on a filesystem with hard links or no-replace rename): %w", file, err)
 	case err != nil:
 		return nil, fmt.Errorf("liveness: publishing installation secret: %w", err)
+	}
+	if err := sealSecret(d, file); err != nil {
+		return nil, err
 	}
 	return secret[:], nil
 }

@@ -58,7 +58,9 @@ func TestVectorsFileAgrees(t *testing.T) {
 }
 
 func TestHostIdentityMatchesVectors(t *testing.T) {
+	openPlatform(t)
 	root := t.TempDir()
+	ownerOnlyTestDir(t, root)
 	if err := os.WriteFile(filepath.Join(root, SecretFileName), []byte(vectorSecretFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +98,7 @@ func independentHostID(t *testing.T, secretFile []byte, machineID string) string
 }
 
 func TestSecretCreatedWhenAbsent(t *testing.T) {
+	openPlatform(t)
 	root := filepath.Join(t.TempDir(), "a", "exactfs")
 	h, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
 	if err != nil {
@@ -135,6 +138,7 @@ func TestSecretCreatedWhenAbsent(t *testing.T) {
 }
 
 func helperSecret() int {
+	openPlatformForHelper()
 	root := os.Getenv("LIVENESS_CONFIG_ROOT")
 	// Start together with the other creators, to make the race real.
 	start, _ := time.Parse(time.RFC3339Nano, os.Getenv("LIVENESS_START_AT"))
@@ -210,7 +214,9 @@ func TestMalformedSecretIsAnError(t *testing.T) {
 		"base64 of 32 bytes": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			openPlatform(t)
 			root := t.TempDir()
+			ownerOnlyTestDir(t, root)
 			file := filepath.Join(root, SecretFileName)
 			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 				t.Fatal(err)
@@ -228,7 +234,9 @@ func TestMalformedSecretIsAnError(t *testing.T) {
 		})
 	}
 	t.Run("no trailing newline is accepted", func(t *testing.T) {
+		openPlatform(t)
 		root := t.TempDir()
+		ownerOnlyTestDir(t, root)
 		os.WriteFile(filepath.Join(root, SecretFileName), []byte(good), 0o600)
 		h, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
 		if err != nil || h.ID != vectorHostID {

@@ -3,6 +3,7 @@
 package liveness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,42 @@ func TestSecretNotCreatedThroughSwappedConfigRoot(t *testing.T) {
 		if _, serr := os.Lstat(filepath.Join(root+".checked", SecretFileName)); serr != nil {
 			t.Fatalf("load succeeded, but the checked directory holds no secret: %v", serr)
 		}
+	}
+}
+
+// TestMissingParentsMadeOwnerOnly: the missing directories above a config
+// root are made exactly 0700, whatever the umask, beneath the descriptor
+// of the deepest directory that exists, whose path is resolved once (a
+// symlinked ~/.config keeps working). On the old code os.MkdirAll made
+// them 0700 minus the umask: under umask 0277 a parent came out 0500 and
+// the config root could not be made inside it.
+func TestMissingParentsMadeOwnerOnly(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "dotfiles")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(base, "config")); err != nil {
+		t.Fatal(err)
+	}
+	for _, umask := range []int{0, 0o277} {
+		top := fmt.Sprintf("u%o", umask)
+		root := filepath.Join(base, "config", top, "tool", "exactfs")
+		old := syscall.Umask(umask)
+		_, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatalf("umask %#o: %v", umask, err)
+		}
+		for _, d := range []string{filepath.Join(real, top), filepath.Join(real, top, "tool")} {
+			fi, err := os.Lstat(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+				t.Errorf("umask %#o: parent %s is %v, want a directory with 0700", umask, d, fi.Mode())
+			}
+		}
+		checkSecretModes(t, filepath.Join(real, top, "tool", "exactfs"), filepath.Join(real, top, "tool", "exactfs", SecretFileName))
 	}
 }

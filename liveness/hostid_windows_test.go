@@ -1,10 +1,19 @@
 package liveness
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 // The host id on Windows: MachineGuid, normalized as the TypeScript
@@ -124,4 +133,180 @@ func TestWindowsHostIDFromMachineGuid(t *testing.T) {
 	if o := deriveHostIdentity(other, raw); o.ID == id.ID || o.LegacyID != id.LegacyID {
 		t.Fatalf("another secret gave %+v, this one %+v: want another id and the same legacy id", o, id)
 	}
+}
+
+// proveOwnerOnly proves, through a handle of path, that path is
+// owner-only with a protected DACL (sys.OwnerOnly): on real Windows the
+// owner is the current user and the DACL is protected and allows that user
+// alone; under Wine (openPlatform's substitute) the owner alone is proved.
+func proveOwnerOnly(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := sys.OwnerOnly(int(f.Fd()), true); err != nil {
+		t.Errorf("%s is not owner-only with a protected DACL: %v", path, err)
+	}
+}
+
+// checkSecretModes is the Windows form of the Unix 0700/0600 check: the
+// config root and the secret are owner-only with a protected DACL of
+// their own each (the root was created with it, the secret sealed with
+// it), and the secret has one link (the staging name is gone).
+func checkSecretModes(t *testing.T, root, file string) {
+	t.Helper()
+	proveOwnerOnly(t, root)
+	proveOwnerOnly(t, file)
+	fi, err := exactfs.Lstat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := fi.Sys().(exactfs.Identity); !fi.Mode().IsRegular() || id.Nlink != 1 {
+		t.Errorf("secret %s: mode %v, %d links; want a regular file with one link", file, fi.Mode(), id.Nlink)
+	}
+}
+
+// TestWindowsConfigRootCreatedOwnerOnly: with the gate open, a config root
+// whose parents are missing too is created with every missing directory
+// owner-only from its creation (sys.MkdirOwnerOnly: the security
+// descriptor is given to NtCreateFile, so none of them ever carries what
+// it would inherit), as Unix makes them 0700; the secret is sealed with
+// its own protected owner-only DACL. On real Windows this proves the
+// DACLs; under Wine, which keeps none, the owner alone (openPlatform). On
+// the old code the parents were made by os.MkdirAll and inherited the
+// temporary directory's DACL (SYSTEM and Administrators too), which real
+// Windows shows here.
+func TestWindowsConfigRootCreatedOwnerOnly(t *testing.T) {
+	openPlatform(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "a", "b", "exactfs")
+	h, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(base, "a"), filepath.Join(base, "a", "b"), root} {
+		proveOwnerOnly(t, d)
+	}
+	file := filepath.Join(root, SecretFileName)
+	checkSecretModes(t, root, file)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := independentHostID(t, b, vectorMachineID); h.ID != want {
+		t.Fatalf("ID = %s, want %s from the created secret", h.ID, want)
+	}
+	if again, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID)); err != nil || again != h {
+		t.Fatalf("second load = %+v, %v; first = %+v", again, err, h)
+	}
+	if got := treeNames(t, base); !slices.Equal(got, []string{"a/", "a/b/", "a/b/exactfs/", "a/b/exactfs/" + SecretFileName}) {
+		t.Fatalf("the load left %q", got)
+	}
+}
+
+// TestWindowsConfigRootNotOwnerOnlyRefused: with the gate open and the
+// real DACL check (no Wine substitute), an existing config root that is
+// not owner-only (here one os.Mkdir made, which inherits its parent's
+// DACL: on real Windows SYSTEM and Administrators, under Wine a
+// synthesized one that lets Everyone read) is refused, never repaired:
+// the error names the directory, says what was found and what to do, and
+// matches ErrConfigRootUnavailable; the secret in it is neither read into
+// a host id nor changed, and nothing is created.
+func TestWindowsConfigRootNotOwnerOnlyRefused(t *testing.T) {
+	defer sys.OpenGateForTest()()
+	root := filepath.Join(t.TempDir(), "cfg")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, SecretFileName)
+	if err := os.WriteFile(file, []byte(vectorSecretFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := testfs.Tree(t, root)
+	h, err := LoadHostIdentityFrom(root, fixedMachineID(vectorMachineID))
+	if err == nil {
+		t.Fatalf("LoadHostIdentity accepted a config root that inherits its parent's DACL: %+v", h)
+	}
+	t.Logf("refusal: %v", err)
+	// ErrACLPresent: entries for others, or inherited ones; ErrNotOwner
+	// when the test runs elevated (an elevated process's directories are
+	// owned by Administrators).
+	if !errors.Is(err, ErrConfigRootUnavailable) || !(errors.Is(err, sys.ErrACLPresent) || errors.Is(err, sys.ErrNotOwner)) ||
+		!strings.Contains(err.Error(), root) || !strings.Contains(err.Error(), "not owner-only") || !strings.Contains(err.Error(), "protected DACL") {
+		t.Fatalf("LoadHostIdentity: %v; want ErrConfigRootUnavailable naming %s, saying it is not owner-only and what to do", err, root)
+	}
+	if after := testfs.Tree(t, root); !slices.Equal(after, before) {
+		t.Fatalf("the refusal changed the config root: %q, was %q", after, before)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != vectorSecretFile {
+		t.Fatalf("the refusal changed the secret: %q, %v", b, err)
+	}
+}
+
+// TestWindowsMkdirOwnerOnly: mkdirOwnerOnly (sys.MkdirOwnerOnly) makes one
+// directory beneath a handle, owner-only, and never adopts or walks:
+// anything at the name is fs.ErrExist, and a name with a separator or a
+// dot-name is refused before any call. A file created inside the new
+// directory inherits its one entry, so it is owner-only too (on real
+// Windows; under Wine the owner alone is proved).
+func TestWindowsMkdirOwnerOnly(t *testing.T) {
+	openPlatform(t)
+	base := t.TempDir()
+	d, err := exactfs.OpenDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := mkdirOwnerOnly(d, "new"); err != nil {
+		t.Fatal(err)
+	}
+	proveOwnerOnly(t, filepath.Join(base, "new"))
+	inside := filepath.Join(base, "new", "file")
+	if err := os.WriteFile(inside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(inside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.OwnerOnly(int(f.Fd()), false); err != nil {
+		// Run elevated, the test's own file is owned by Administrators
+		// (the token's default owner), and the owner check refuses before
+		// the DACL is looked at: only a run that is not elevated proves
+		// the inherited entry.
+		if mine, oerr := sys.OwnedByDefaultOwner(int(f.Fd())); !errors.Is(err, sys.ErrNotOwner) || oerr != nil || !mine {
+			t.Errorf("a file created in the owner-only directory: %v", err)
+		}
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"new", "NEW", "file"} {
+		if err := mkdirOwnerOnly(d, name); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("mkdirOwnerOnly(%q) over an existing name: %v, want fs.ErrExist", name, err)
+		}
+	}
+	for _, name := range []string{"", ".", "..", "a/b", `a\b`, "nul", "x:y", "dot."} {
+		if err := mkdirOwnerOnly(d, name); err == nil || errors.Is(err, fs.ErrExist) {
+			t.Errorf("mkdirOwnerOnly(%q): %v, want a refusal", name, err)
+		}
+	}
+	if got := treeNames(t, base); !slices.Equal(got, []string{"file", "new/", "new/file"}) {
+		t.Fatalf("left %q", got)
+	}
+}
+
+// treeNames is testfs.Tree with names only, "/"-separated, directories
+// ending in "/".
+func treeNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range testfs.Tree(t, dir) {
+		name, _, _ := strings.Cut(e, " ")
+		out = append(out, filepath.ToSlash(name))
+	}
+	return out
 }

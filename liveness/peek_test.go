@@ -12,6 +12,7 @@ import (
 // fails with fs.ErrNotExist and leaves no file or directory behind; with
 // one, it computes what LoadHostIdentity computes.
 func TestPeekHostIdentityCreatesNothing(t *testing.T) {
+	openPlatform(t)
 	if _, err := MachineID(); err != nil {
 		t.Skipf("no machine id here: %v", err)
 	}

@@ -3,6 +3,8 @@ package sys
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -220,9 +222,6 @@ func checkOwner(sd *windows.SECURITY_DESCRIPTOR, me *windows.SID) error {
 	return nil
 }
 
-// fileAllAccess is FILE_ALL_ACCESS: every right on a file or directory.
-const fileAllAccess = windows.STANDARD_RIGHTS_REQUIRED | windows.SYNCHRONIZE | 0x1FF
-
 // MakeOwnerOnly makes the object fd is open on owner-only: the current
 // user becomes its owner, and its DACL a protected one with one entry that
 // allows that user everything (inherited by files and subdirectories when
@@ -273,20 +272,11 @@ func makeOwnerOnly(fd int, dir bool) error {
 	if err := persistentACLs(wh); err != nil {
 		return err
 	}
-	inherit := uint32(windows.NO_INHERITANCE)
-	if dir {
-		inherit = windows.SUB_CONTAINERS_AND_OBJECTS_INHERIT
+	sd, err = ownerOnlyDescriptor(dir)
+	if err != nil {
+		return err
 	}
-	acl, err := windows.ACLFromEntries([]windows.EXPLICIT_ACCESS{{
-		AccessPermissions: fileAllAccess,
-		AccessMode:        windows.SET_ACCESS,
-		Inheritance:       inherit,
-		Trustee: windows.TRUSTEE{
-			TrusteeForm:  windows.TRUSTEE_IS_SID,
-			TrusteeType:  windows.TRUSTEE_IS_USER,
-			TrusteeValue: windows.TrusteeValueFromSID(me),
-		},
-	}}, nil)
+	acl, _, err := sd.DACL()
 	if err != nil {
 		return fmt.Errorf("building an owner-only DACL: %w", err)
 	}
@@ -294,4 +284,82 @@ func makeOwnerOnly(fd int, dir bool) error {
 		return errnoOf(err)
 	}
 	return ownerOnly(wh, true)
+}
+
+// MkdirOwnerOnly creates the directory name (one component, no separator)
+// beneath the directory dirfd, owner-only from its first instant: the
+// security descriptor MakeOwnerOnly would write (owner the current user,
+// a protected DACL with one entry allowing that user everything,
+// inherited by what is created inside) is given to NtCreateFile itself.
+// Made by Mkdir and then MakeOwnerOnly, the directory would carry what it
+// inherited from its parent until the second call, and anyone that
+// inheritance let in could create a file in it or open it meanwhile. It
+// fails with EEXIST when anything is at name (never adopting it), and
+// with an *ACLError (ErrACLUnavailable) before creating anything when
+// dirfd's volume keeps no ACLs. What the system kept is not read back
+// here: the caller proves the directory with OwnerOnly on a handle it
+// opened, as it proves one it did not create (Wine, which keeps no DACL,
+// refuses there, not here).
+func MkdirOwnerOnly(dirfd int, name string) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	if dirfd == AtCWD {
+		return syscall.EINVAL // a directory handle, not the working directory
+	}
+	return mkdirOwnerOnly(h(dirfd), name)
+}
+
+func mkdirOwnerOnly(dir windows.Handle, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return syscall.EINVAL
+	}
+	rel, err := ntName(name)
+	if err != nil {
+		return err
+	}
+	if err := persistentACLs(dir); err != nil {
+		return err
+	}
+	sd, err := ownerOnlyDescriptor(true)
+	if err != nil {
+		return err
+	}
+	u, err := windows.NewNTUnicodeString(rel)
+	if err != nil {
+		return syscall.EINVAL
+	}
+	oa := windows.OBJECT_ATTRIBUTES{RootDirectory: dir, ObjectName: u, Attributes: windows.OBJ_CASE_INSENSITIVE, SecurityDescriptor: sd}
+	oa.Length = uint32(unsafe.Sizeof(oa))
+	var dh windows.Handle
+	var iosb windows.IO_STATUS_BLOCK
+	err = windows.NtCreateFile(&dh, windows.FILE_LIST_DIRECTORY|windows.SYNCHRONIZE, &oa, &iosb, nil,
+		windows.FILE_ATTRIBUTE_NORMAL, shareAll, windows.FILE_CREATE,
+		windows.FILE_DIRECTORY_FILE|windows.FILE_OPEN_REPARSE_POINT|windows.FILE_SYNCHRONOUS_IO_NONALERT, 0, 0)
+	if err != nil {
+		return errnoOf(err)
+	}
+	return errnoOf(windows.CloseHandle(dh))
+}
+
+// ownerOnlyDescriptor is the security descriptor of an owner-only object
+// (see the top of this file), as MakeOwnerOnly writes it: owner the
+// current user, a protected DACL whose one entry allows that user every
+// right (FA: FILE_ALL_ACCESS), inherited by files and subdirectories (OICI)
+// when dir is set.
+func ownerOnlyDescriptor(dir bool) (*windows.SECURITY_DESCRIPTOR, error) {
+	me, err := currentUser()
+	if err != nil {
+		return nil, err
+	}
+	inherit := ""
+	if dir {
+		inherit = "OICI"
+	}
+	u := me.String()
+	sd, err := windows.SecurityDescriptorFromString("O:" + u + "D:P(A;" + inherit + ";FA;;;" + u + ")")
+	if err != nil {
+		return nil, fmt.Errorf("building an owner-only security descriptor: %w", err)
+	}
+	return sd, nil
 }
