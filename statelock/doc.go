@@ -38,8 +38,8 @@
 // keeps a shared OFD lock on byte 2^39+N of the record's inode (without a
 // slot, on the whole range [0, 2^40)); an older exactfs asks the whole range
 // and so reads a slot holder as alive. A holder in a non-initial pid
-// namespace writes pidns_host_id for owner_host_id, so that the reference
-// never judges it by a pid it cannot see.
+// namespace writes pidns_host_id for owner_host_id in F.lock, so that the
+// reference never judges it by a pid it cannot see.
 //
 // Between Go processes (SPEC §4.8): a Go waiter seats the exact record it
 // wants in the mailbox, and the owner's release writes it over its own in
@@ -120,9 +120,10 @@
 // options but the wait and WithAllowEmpty) share one lock cycle, read and
 // durable write. Each fn runs in its caller's goroutine, in arrival order,
 // on the output of the last that succeeded; an error or panic reaches its
-// own caller only; each caller returns once the write carrying its output
-// is durable, or its context ended before its fn ran. WithGroupCommit(false)
-// or WithWait(0) opts out.
+// own caller only; a caller whose output the write carries returns once
+// that write is durable, with its outcome; one whose context ends before
+// its fn ran gets the wait's timeout, and its fn never runs.
+// WithGroupCommit(false), or a wait of zero (one attempt), opts out.
 //
 // # Not guaranteed
 //
