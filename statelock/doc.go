@@ -104,12 +104,14 @@
 // # Early release
 //
 // Update releases the lock right after its rename, then fsyncs the directory
-// (WithEarlyRelease(false) holds it through that fsync). A directory fsync
-// makes durable the names as they are when it runs, and from our rename on F
-// names our file or that of a later holder who read ours under the lock:
-// once Update returns nil, F durably holds our bytes or what was made of
-// them; a power cut before leaves some whole state of that chain, and no one
-// was told "done". A failed fsync after the release is ErrOutcomeUnknown:
+// (WithEarlyRelease(false) holds it through that fsync). Crash by crash:
+// before the rename, F holds the old bytes; after it, the old or ours,
+// whole; after the release, some whole state of the chain old, ours, later
+// holders' (each read its predecessor under the lock); no caller was told
+// "done" in any of these. A directory fsync makes durable the names as they
+// are when it runs, and from our rename on F names our file or a later one
+// built on it: once Update returns nil, F durably holds our bytes or what
+// was made of them. A failed fsync after the release is ErrOutcomeUnknown:
 // read F again. Readers' rule: Lock, TryLock, With, and an Update that
 // writes nothing, fsync the directory before they return, so no caller acts
 // on a rename a power cut could undo.
