@@ -61,16 +61,20 @@ const (
 // mode (Linux) and never conflicts with f itself.
 func TryLockRange(f *os.File, mode LockMode, start, length int64) (ok bool, err error) {
 	err = sys.Control(f, func(fd int) error { return tryLockRange(fd, mode, start, length) })
+	return lockAnswer(f.Name(), err)
+}
+
+func lockAnswer(path string, err error) (ok bool, _ error) {
 	switch {
 	case err == nil:
 		return true, nil
 	case err == sys.ErrWouldBlock:
 		return false, nil
 	case err == sys.ErrUnsupported:
-		return false, &Error{Op: "lock", Path: f.Name(), Code: CodeUnsupported, Err: err,
+		return false, &Error{Op: "lock", Path: path, Code: CodeUnsupported, Err: err,
 			Detail: "the filesystem takes no open-file-description locks"}
 	}
-	return false, wrap("lock", f.Name(), err)
+	return false, wrap("lock", path, err)
 }
 
 func tryLockRange(fd int, mode LockMode, start, length int64) error {
@@ -86,13 +90,16 @@ func tryLockRange(fd int, mode LockMode, start, length int64) error {
 // before something else happens (before a close that others wait for, or
 // while f stays open).
 func UnlockRange(f *os.File, start, length int64) error {
-	err := sys.Control(f, func(fd int) error { return sys.OFDUnlock(fd, start, length) })
+	return unlockAnswer(f.Name(), sys.Control(f, func(fd int) error { return sys.OFDUnlock(fd, start, length) }))
+}
+
+func unlockAnswer(path string, err error) error {
 	if err == sys.ErrUnsupported {
-		return &Error{Op: "unlock", Path: f.Name(), Code: CodeUnsupported, Err: err,
+		return &Error{Op: "unlock", Path: path, Code: CodeUnsupported, Err: err,
 			Detail: "the filesystem takes no open-file-description locks"}
 	}
 	if err != nil {
-		return wrap("unlock", f.Name(), err)
+		return wrap("unlock", path, err)
 	}
 	return nil
 }
@@ -155,13 +162,15 @@ func rangeQueryError(path string, err error) error {
 	return wrap("getlk", path, err)
 }
 
-// A LockFD is a read-only descriptor on a regular file's inode, opened by
-// Dir.OpenLockFD to ask the kernel about the locks on that inode and to
-// read it, for callers to whom an *os.File's setup (two more system calls)
-// is the cost of their hot path: it is a bare number the caller owns, and
-// closes with Close exactly once. It holds no lock of its own unless the
-// caller takes one through it. -1 is no descriptor. It is for the packages
-// of this module.
+// A LockFD is a raw descriptor on a regular file's inode, for callers to
+// whom an *os.File's setup (two more system calls) or its Control closure
+// is the cost of their hot path: the range-lock calls on a bare number.
+// Dir.OpenLockFD opens one read-only, to ask the kernel about the locks on
+// that inode and to read it; the caller owns it and closes it with Close
+// exactly once. LockFD(f.Fd()) borrows the descriptor of an *os.File the
+// caller keeps open for as long as it uses the number. -1 is no
+// descriptor. It is for the packages of this module; others use
+// TryLockRange and its kin on an *os.File.
 type LockFD int
 
 // OpenLockFD opens the regular file name directly beneath d read-only as
@@ -208,6 +217,16 @@ func (fd LockFD) Close() error {
 		return nil
 	}
 	return sys.Close(int(fd))
+}
+
+// TryLock is TryLockRange through fd.
+func (fd LockFD) TryLock(mode LockMode, start, length int64) (ok bool, err error) {
+	return lockAnswer("", tryLockRange(int(fd), mode, start, length))
+}
+
+// Unlock is UnlockRange through fd.
+func (fd LockFD) Unlock(start, length int64) error {
+	return unlockAnswer("", sys.OFDUnlock(int(fd), start, length))
 }
 
 // Held is RangeHeld through fd.

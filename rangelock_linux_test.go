@@ -248,6 +248,25 @@ func TestLockFD(t *testing.T) {
 		t.Fatalf("Holder = %+v, %v", h, err)
 	}
 
+	// The raw forms of the lock calls: a borrowed descriptor of an
+	// *os.File, and the probe's own.
+	other := openRW(t, path)
+	raw := LockFD(other.Fd())
+	if ok, err := raw.TryLock(LockExclusive, 0, 1<<39); !ok || err != nil {
+		t.Fatalf("LockFD.TryLock = %v, %v", ok, err)
+	}
+	mustLock(t, holder, LockExclusive, 0, 1, false)
+	if ok, err := fd.TryLock(LockShared, 1<<39+3, 1); !ok || err != nil {
+		t.Fatalf("LockFD.TryLock(shared, beside holder's) = %v, %v", ok, err)
+	}
+	if ok, err := raw.TryLock(LockExclusive, 1<<39+3, 1); ok || err != nil {
+		t.Fatalf("LockFD.TryLock over two shared locks = %v, %v; want false, nil", ok, err)
+	}
+	if err := raw.Unlock(0, 1<<39); err != nil {
+		t.Fatal(err)
+	}
+	mustLock(t, holder, LockExclusive, 0, 1, true)
+
 	// A Dir that is closed opens nothing.
 	d.Close()
 	if fd, _, err := d.OpenLockFD("rec"); fd != -1 || !errors.Is(err, os.ErrClosed) {

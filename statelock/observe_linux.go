@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
@@ -60,9 +61,9 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 	case err != nil || !st.Mode.IsRegular():
 		return observation{}
 	}
-	fd := -1
+	fd := exactfs.LockFD(-1)
 	if tk != nil && tk.Fd >= 0 && tk.Ino == st.Ino {
-		fd = tk.Fd
+		fd = exactfs.LockFD(tk.Fd)
 	} else {
 		var done func()
 		if fd, done = l.lookProbe(l.lockName); fd < 0 {
@@ -71,18 +72,18 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 		defer done()
 	}
 	o := observation{ok: true, exists: true, nameIno: st.Ino}
-	if o.st, err = sys.Fstat(fd); err != nil {
+	if o.st, err = sys.Fstat(int(fd)); err != nil {
 		return observation{}
 	}
 	var buf [observeMax]byte
-	n, err := sys.Pread(fd, buf[:], 0)
+	n, err := sys.Pread(int(fd), buf[:], 0)
 	if err != nil {
 		return observation{}
 	}
 	o.data = string(buf[:n])
-	o.held, o.heldKnown = ofdHeldFd(uintptr(fd))
-	if tk != nil && tk.Fd == fd {
-		o.ahead = l.cfg.policy.Ahead(fd, tk.N)
+	o.held, o.heldKnown = ofdHeldFd(fd)
+	if tk != nil && exactfs.LockFD(tk.Fd) == fd {
+		o.ahead = l.cfg.policy.Ahead(tk.Fd, tk.N)
 	}
 	return o
 }
