@@ -42,7 +42,7 @@ import (
 // Not guaranteed: entries created inside the directory after the
 // emptiness check come along with it (dst is the proved directory, not a
 // proved-empty one); the caller's rule decides who may write there.
-func (d *Dir) MoveEmptyDir(src, dst string, accept func(st sys.Stat) bool) (*Dir, error) {
+func (d *Dir) MoveEmptyDir(src, dst string, accept func(st RawStat) bool) (*Dir, error) {
 	var moved *Dir
 	err := d.use("movedir", func(dirfd int) error {
 		const op = "movedir"

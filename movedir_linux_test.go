@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
-func acceptAll(sys.Stat) bool { return true }
+func acceptAll(RawStat) bool { return true }
 
 func openDirT(t *testing.T, path string) *Dir {
 	t.Helper()
@@ -75,10 +74,10 @@ func TestMoveEmptyDir(t *testing.T) {
 	os.WriteFile(filepath.Join(base, "file"), nil, 0o600)
 	for _, c := range []struct {
 		src    string
-		accept func(sys.Stat) bool
+		accept func(RawStat) bool
 	}{
 		{"spare", acceptAll}, // not empty
-		{"empty", func(sys.Stat) bool { return false }},
+		{"empty", func(RawStat) bool { return false }},
 		{"link", acceptAll},
 		{"file", acceptAll},
 		{"missing", acceptAll},

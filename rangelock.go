@@ -256,4 +256,4 @@ func (fd LockFD) Pread(p []byte, off int64) (n int, err error) {
 }
 
 // Stat is the fstat of fd, in the system's stat record (see Dir.LstatRaw).
-func (fd LockFD) Stat() (sys.Stat, error) { return sys.Fstat(int(fd)) }
+func (fd LockFD) Stat() (RawStat, error) { return sys.Fstat(int(fd)) }
