@@ -448,6 +448,18 @@ func (d *Dir) StatRaw() (st RawStat, err error) {
 	return st, err
 }
 
+// Chown sets the owner and group of the directory d is open on, through
+// its descriptor (-1 leaves one unchanged): the directory d was opened on,
+// whatever its name names now. Where there are no uids (Windows) it fails
+// with ErrUnsupported.
+func (d *Dir) Chown(uid, gid int) error {
+	err := d.use("chown", func(fd int) error { return sys.Fchown(fd, uid, gid) })
+	if err == sys.ErrUnsupported {
+		return &Error{Op: "chown", Path: d.path, Code: CodeUnsupported, Err: err, Detail: "there are no owner uids here"}
+	}
+	return wrap("chown", d.path, err)
+}
+
 // File returns a new *os.File on a duplicate of d's descriptor, bound to the
 // same directory inode. The caller closes it; d stays open.
 func (d *Dir) File() (*os.File, error) {
