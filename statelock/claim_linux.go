@@ -94,7 +94,7 @@ func (l *locker) mkdirClaim() error {
 	}
 	// Root in another uid's directory: the claim (and so the spare it
 	// becomes) is the directory owner's (trust_unix.go).
-	if err := c.Use(l.chownForDir); err != nil {
+	if err := l.chownForDir(c.Chown); err != nil {
 		c.Close()
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}

@@ -14,7 +14,7 @@ func (l *locker) makeClaim() error {
 	if err != nil {
 		return err
 	}
-	c.Use(l.chownForDir)
+	l.chownForDir(c.Chown)
 	c.Close()
 	// Every claim here is made anew, so each take finishes a removal that
 	// a reclaimer killed after its detach left at claim+".removing", as

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
@@ -40,7 +39,7 @@ type observation struct {
 	ok        bool // false: F.lock could not be observed; any wake counts
 	exists    bool
 	nameIno   uint64 // the inode F.lock names
-	st        sys.Stat
+	st        exactfs.RawStat
 	data      string // up to observeMax bytes from the start of the record
 	held      bool   // a holder's kernel lock on the record
 	ahead     bool   // a waiter queued before this one (its ticket)
@@ -72,11 +71,11 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 		defer done()
 	}
 	o := observation{ok: true, exists: true, nameIno: st.Ino}
-	if o.st, err = sys.Fstat(int(fd)); err != nil {
+	if o.st, err = fd.Stat(); err != nil {
 		return observation{}
 	}
 	var buf [observeMax]byte
-	n, err := sys.Pread(int(fd), buf[:], 0)
+	n, err := fd.Pread(buf[:], 0)
 	if err != nil {
 		return observation{}
 	}

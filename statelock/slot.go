@@ -84,6 +84,11 @@ func slotHeld(fd uintptr, n uint64) (held, known bool) {
 	return exactfs.LockFD(fd).Held(slotBase+int64(n), 1)
 }
 
+// slotHeldOn is slotHeld through the open file f.
+func slotHeldOn(f *os.File, n uint64) (held, known bool) {
+	return exactfs.RangeHeld(f, slotBase+int64(n), 1)
+}
+
 // anySlotHeld asks whether any kernel slot lock is held on the inode fd is
 // open on.
 func anySlotHeld(fd exactfs.LockFD) (held, known bool) { return fd.Held(slotBase, queueBase-slotBase) }
