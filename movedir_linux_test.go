@@ -15,16 +15,6 @@ import (
 
 func acceptAll(RawStat) bool { return true }
 
-func openDirT(t *testing.T, path string) *Dir {
-	t.Helper()
-	d, err := OpenDir(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
-
 // TestMoveEmptyDir: an empty directory that the caller's rule accepts
 // moves to a free name, comes back open on the same inode, and looks new
 // (its mtime is the move's); anything else moves nothing: a taken

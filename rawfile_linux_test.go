@@ -9,6 +9,17 @@ import (
 	"testing"
 )
 
+// openDirT opens path as a Dir closed at the test's end.
+func openDirT(t *testing.T, path string) *Dir {
+	t.Helper()
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // TestRawFileCalls: StatFileRaw is the fstat of the open file (not of what
 // its name names later), PreadFile reads once and reports the end of the
 // file as a short read without an error, BirthTime answers through the
