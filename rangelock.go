@@ -18,13 +18,14 @@ import (
 // nobody holds is a holder that is gone. The locks are advisory on Linux;
 // the ranges can lie beyond any byte a record has.
 //
-// These are the only calls of the module that take, drop or ask about
-// such a lock on a record (statelock's holder range, kernel slots and
-// sidecar lock; its waiter queue lives in its waiting package).
+// statelock takes, drops and asks about its locks on records (the
+// holder's range, the kernel slots, the sidecar's lock) through these
+// calls only. Its waiter queue (statelock/internal/wake) and the
+// capability probes still call the system-call layer themselves.
 //
 // Where there are no such locks the answers are honest rather than
 // optimistic: TryLockRange and UnlockRange fail with an error matching
-// ErrUnsupported, RangeHeld answers "not known", RangeHolder fails with
+// ErrUnsupported, RangeHeld answers "not known", RangeHolderOf fails with
 // ErrUnsupported. That is every platform but Linux (macOS and the BSDs
 // have process-owned POSIX locks only, which a second open in the same
 // process silently shares), a Linux build with the exactfs_portable tag,
@@ -37,7 +38,7 @@ import (
 // (while one is held, other handles cannot read or write its bytes, so
 // lock only bytes no reader needs), and UnlockRange must name exactly the
 // range that was locked. Windows cannot say who holds a range without
-// taking it: RangeHeld is "not known" there and RangeHolder unsupported.
+// taking it: RangeHeld is "not known" there and RangeHolderOf unsupported.
 
 // LockMode is the kind of a range lock.
 type LockMode int8
