@@ -76,6 +76,9 @@ func (d *Dir) MoveEmptyDir(src, dst string, accept func(st RawStat) bool) (*Dir,
 			}
 			return e
 		}
+		if hook.IsSet(hook.MoveDirMoved) {
+			hook.Fire(hook.MoveDirMoved, d.join(dst))
+		}
 		if got, err := sys.Lstat(dirfd, dst); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
 			sys.Close(fd)
 			// What moved is not what was proved: someone swapped src

@@ -129,6 +129,39 @@ func TestMoveEmptyDirSwapped(t *testing.T) {
 	}
 }
 
+// TestMoveEmptyDirSwappedNoPutBack: when the swapped object cannot be put
+// back (a name was planted at the source after the rename, hook
+// MoveDirMoved), the move fails with ErrRestoreFailed naming the
+// destination, where the stranger's directory now is, in Residue; the
+// planted name is untouched.
+func TestMoveEmptyDirSwappedNoPutBack(t *testing.T) {
+	base := t.TempDir()
+	d := openDirT(t, base)
+	spare := filepath.Join(base, "spare")
+	os.Mkdir(spare, 0o700)
+	var stranger uint64
+	withHook(t, hook.MoveDirChecked, hook.Once(func(string) {
+		os.Rename(spare, filepath.Join(base, "aside"))
+		os.Mkdir(spare, 0o700)
+		stranger = inode(t, spare)
+	}))
+	withHook(t, hook.MoveDirMoved, hook.Once(func(string) { putFile(t, spare, []byte("planted")) }))
+	m, err := d.MoveEmptyDir("spare", "claim", acceptAll)
+	var e *Error
+	if !errors.Is(err, ErrRestoreFailed) || !errors.As(err, &e) || len(e.Residue) != 1 || e.Residue[0] != filepath.Join(base, "claim") {
+		if m != nil {
+			m.Close()
+		}
+		t.Fatalf("MoveEmptyDir = %v, want ErrRestoreFailed with claim as residue", err)
+	}
+	if inode(t, filepath.Join(base, "claim")) != stranger {
+		t.Fatal("claim is not the stranger's directory")
+	}
+	if b, err := os.ReadFile(spare); err != nil || string(b) != "planted" {
+		t.Fatalf("the planted name: %q, %v", b, err)
+	}
+}
+
 // TestMoveHeldDir: a held directory goes from its name to another when the
 // name still names it and it is empty; not when it holds an entry or the
 // destination is taken (moved false, for the caller to remove it
