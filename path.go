@@ -413,12 +413,18 @@ func (d *Dir) Close() error {
 // closed under its user by a racing Close or the leak detector.
 func (d *Dir) Use(f func(fd int) error) error { return d.use("use", f) }
 
+// RawStat is the system's stat record as the Raw methods return it (device,
+// inode, links, size, times, mode, owner), with no allocation. It is for
+// the packages of this module, which name it here rather than reach for
+// the system-call layer.
+type RawStat = sys.Stat
+
 // LstatRaw is Lstat of a single name directly beneath d (no path walk), in
 // the form the lock's hot path needs: the system's stat record, with no
 // allocation, and the system call's own error (errors.Is works with
 // fs.ErrNotExist and the errno). name must not contain a separator. It is
 // for the packages of this module; others use Lstat.
-func (d *Dir) LstatRaw(name string) (st sys.Stat, err error) {
+func (d *Dir) LstatRaw(name string) (st RawStat, err error) {
 	for i := 0; i < len(name); i++ {
 		if os.IsPathSeparator(name[i]) {
 			return st, &Error{Op: "lstat", Path: d.join(name), Code: CodeInvalidRequest,
@@ -434,12 +440,24 @@ func (d *Dir) LstatRaw(name string) (st sys.Stat, err error) {
 
 // StatRaw is Stat in the system's stat record (owner, group, mode), with no
 // allocation; see LstatRaw.
-func (d *Dir) StatRaw() (st sys.Stat, err error) {
+func (d *Dir) StatRaw() (st RawStat, err error) {
 	err = d.use("stat", func(fd int) (err error) {
 		st, err = sys.Fstat(fd)
 		return err
 	})
 	return st, err
+}
+
+// Chown sets the owner and group of the directory d is open on, through
+// its descriptor (-1 leaves one unchanged): the directory d was opened on,
+// whatever its name names now. Where there are no uids (Windows) it fails
+// with ErrUnsupported.
+func (d *Dir) Chown(uid, gid int) error {
+	err := d.use("chown", func(fd int) error { return sys.Fchown(fd, uid, gid) })
+	if err == sys.ErrUnsupported {
+		return &Error{Op: "chown", Path: d.path, Code: CodeUnsupported, Err: err, Detail: "there are no owner uids here"}
+	}
+	return wrap("chown", d.path, err)
 }
 
 // File returns a new *os.File on a duplicate of d's descriptor, bound to the

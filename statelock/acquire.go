@@ -231,7 +231,7 @@ func (l *locker) join(t *wake.Ticket) *wake.Ticket {
 	if p.fd < 0 {
 		return t
 	}
-	if !l.cfg.policy.Move(t, p.fd, p.ino) {
+	if !l.cfg.policy.Move(t, int(p.fd), p.ino) {
 		p.close()
 	}
 	return t

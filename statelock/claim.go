@@ -21,13 +21,6 @@ import (
 // milliseconds. The same one second is the reference's tombstone rule.
 const claimMinAge = time.Second
 
-// claimDir is the claim directory a locker holds: a descriptor on it and its
-// identity (fd is -1 when none is held, or where claims are not recycled).
-type claimDir struct {
-	fd       int
-	dev, ino uint64
-}
-
 // takeClaim takes the transition claim: the directory F.lock.transition
 // (made by mkdir, or a spare renamed onto the name without replace: either
 // admits exactly one taker), then the sidecar F.lock.transition.owner with

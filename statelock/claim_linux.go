@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"syscall"
 
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs"
 )
 
 // The claim directory is recycled rather than made and removed.
@@ -48,141 +48,88 @@ func (l *locker) makeClaim() error {
 	return l.mkdirClaim()
 }
 
-// takeSpare renames the spare onto the claim's name. The spare must be an
-// empty directory with mode 0700 that we may set the times of (its owner,
-// or root) before it is moved (looked at through a descriptor: a symlink,
-// FIFO or file there is never opened or moved), and the claim must be that
-// same directory after; a spare swapped in between is put back where it
-// was and the claim is made with mkdir.
+// takeSpare renames the spare onto the claim's name: the root's exact
+// move of an empty directory (Dir.MoveEmptyDir). The spare must be an
+// empty directory with mode 0700 that we may trust (trust.go: another
+// uid's, whose owner could rename it away from under a claim, is passed
+// over); it is looked at through a descriptor (a symlink, FIFO or file
+// there is never opened or moved), and the claim must be that same
+// directory after the rename; a spare swapped in between is put back where
+// it was and the claim is made with mkdir.
 //
-// Its times are set to now before the rename: a claim's age is its
-// directory's mtime (nobody judges a claim younger than claimMinAge), and a
-// spare's mtime is that of its last use, which may be long ago.
-func (l *locker) takeSpare() error { return l.dir.Use(l.takeSpareAt) }
-
-// takeSpareAt is takeSpare on the lock directory open at dirfd.
-func (l *locker) takeSpareAt(dirfd int) error {
-	fd, err := sys.OpenDir(dirfd, l.spare)
-	if err != nil {
-		return errNoSpare
+// Its times are set to now before the rename (MoveEmptyDir does): a
+// claim's age is its directory's mtime (nobody judges a claim younger than
+// claimMinAge), and a spare's mtime is that of its last use, which may be
+// long ago.
+func (l *locker) takeSpare() error {
+	c, err := l.dir.MoveEmptyDir(l.spare, l.claim, func(st exactfs.RawStat) bool { return l.distrust(st, true) == "" })
+	switch {
+	case err == nil:
+		l.held = c
+		return nil
+	case errors.Is(err, exactfs.ErrRestoreFailed):
+		// The spare was swapped after it was proved: what moved is
+		// somebody else's, and it could not be put back.
+		return &initError{fmt.Errorf("%s was replaced while it was being taken as the transition claim, "+
+			"and putting it back failed (%v); it is now at %s: remove it after checking what it is",
+			l.path(l.spare), errors.Unwrap(err), l.path(l.claim))}
+	case errors.Is(err, exactfs.ErrDestinationExists):
+		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: syscall.EEXIST}
 	}
-	st, err := sys.Fstat(fd)
-	// A spare that is not ours to trust (trust.go: another uid's, whose
-	// owner could rename it away from under a claim) is passed over.
-	if err != nil || l.distrust(st, true) != "" || !emptyDir(fd, false) || sys.TouchNow(fd) != nil {
-		sys.Close(fd)
-		return errNoSpare
-	}
-	switch err := sys.RenameNoReplace(dirfd, l.spare, dirfd, l.claim); err {
-	case nil:
-	case syscall.EEXIST:
-		sys.Close(fd)
-		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
-	default:
-		// ENOENT: another taker has it (the mkdir will meet its claim);
-		// EINVAL: no such rename here.
-		sys.Close(fd)
-		return errNoSpare
-	}
-	if got, err := sys.Lstat(dirfd, l.claim); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
-		sys.Close(fd)
-		// The spare was swapped after we looked: what we moved is somebody
-		// else's. The claim's name is ours (the rename admitted only us), so
-		// nobody else moves it back first.
-		if rerr := sys.RenameNoReplace(dirfd, l.claim, dirfd, l.spare); rerr != nil {
-			return &initError{fmt.Errorf("%s was replaced while it was being taken as the transition claim, "+
-				"and putting it back failed (%v); it is now at %s: remove it after checking what it is",
-				l.path(l.spare), rerr, l.path(l.claim))}
-		}
-		return errNoSpare
-	}
-	l.held = claimDir{fd: fd, dev: st.Dev, ino: st.Ino}
-	return nil
+	// No spare, one that is not an empty directory of ours, one swapped
+	// and put back, another taker's (ENOENT: the mkdir will meet its
+	// claim), or no such rename here.
+	return errNoSpare
 }
 
-// mkdirClaim makes the claim directory with mkdir and opens it. mkdir's
-// mode is masked by the umask, so a mode other than exactly 0700 is fixed
-// through the descriptor.
-func (l *locker) mkdirClaim() error { return l.dir.Use(l.mkdirClaimAt) }
-
-// mkdirClaimAt is mkdirClaim on the lock directory open at dirfd.
-func (l *locker) mkdirClaimAt(dirfd int) error {
-	switch err := sys.Mkdir(dirfd, l.claim, 0o700); err {
-	case nil:
-	case syscall.EEXIST:
-		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
-	default:
-		if err := l.dir.Mkdir(l.claim, 0o700); err != nil {
-			return err
-		}
-	}
-	fd, err := sys.OpenDir(dirfd, l.claim)
-	if err != nil {
-		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
-	}
-	st, err := sys.Fstat(fd)
-	if err == nil && sys.PermBits(st.Mode) != 0o700 {
-		err = sys.Fchmod(fd, 0o700)
-	}
-	if err == nil {
-		// Root in another uid's directory: the claim (and so the spare it
-		// becomes) is the directory owner's (trust_unix.go).
-		err = l.chownForDir(fd)
+// mkdirClaim makes the claim directory with mkdir, mode exactly 0700
+// (Dir.CreateDir: the umask does not apply), and holds it open.
+func (l *locker) mkdirClaim() error {
+	c, err := l.dir.CreateDir(l.claim, 0o700)
+	if errors.Is(err, exactfs.ErrDestinationExists) {
+		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: syscall.EEXIST}
 	}
 	if err != nil {
-		sys.Close(fd)
+		return err
+	}
+	// Root in another uid's directory: the claim (and so the spare it
+	// becomes) is the directory owner's (trust_unix.go).
+	if err := l.chownForDir(c.Chown); err != nil {
+		c.Close()
 		return &fs.PathError{Op: "mkdir", Path: l.path(l.claim), Err: err}
 	}
-	l.held = claimDir{fd: fd, dev: st.Dev, ino: st.Ino}
+	l.held = c
 	l.replayDue = true
 	return nil
 }
 
 // dropClaim gives the claim directory back: renamed to the spare name when
-// it is still the directory we took and still empty, else removed by
-// rmdir (which refuses a directory someone wrote into: a loud error, and
-// the claim stays for Recover). A claim name that no longer names our
-// directory is left alone.
+// it is still the directory we took and still empty (Dir.MoveHeldDir),
+// else removed by rmdir (which refuses a directory someone wrote into: a
+// loud error, and the claim stays for Recover). A claim name that no
+// longer names our directory is left alone.
 func (l *locker) dropClaim() error {
 	c := l.held
-	l.held = claimDir{fd: -1}
-	if c.fd < 0 {
+	l.held = nil
+	if c == nil {
 		return l.dir.Rmdir(l.claim)
 	}
-	defer sys.Close(c.fd)
-	return l.dir.Use(func(dirfd int) error { return l.dropClaimAt(dirfd, c) })
-}
-
-// dropClaimAt is dropClaim of the claim c on the lock directory open at
-// dirfd.
-func (l *locker) dropClaimAt(dirfd int, c claimDir) error {
-	st, err := sys.Lstat(dirfd, l.claim)
-	if err != nil {
+	defer c.Close()
+	moved, err := l.dir.MoveHeldDir(c, l.claim, l.spare)
+	switch {
+	case errors.Is(err, exactfs.ErrIdentityMismatch):
+		return fmt.Errorf("%s is no longer the directory we took as the transition claim: %w; left alone", l.path(l.claim), err)
+	case err != nil:
 		return &fs.PathError{Op: "release the transition claim", Path: l.path(l.claim), Err: err}
-	}
-	if st.Dev != c.dev || st.Ino != c.ino {
-		return fmt.Errorf("%s is no longer the directory we took as the transition claim (inode %d, now %d); left alone",
-			l.path(l.claim), c.ino, st.Ino)
-	}
-	if l.spare != "" && emptyDir(c.fd, true) && sys.RenameNoReplace(dirfd, l.claim, dirfd, l.spare) == nil {
+	case moved:
 		return nil
 	}
 	return l.dir.Rmdir(l.claim)
 }
 
-// emptyDir reports whether the directory open at fd has no entries besides
-// "." and "..". rewind: fd was read before; read it from the start.
-func emptyDir(fd int, rewind bool) bool {
-	if rewind && sys.Seek(fd, 0) != nil {
-		return false
-	}
-	empty, err := sys.DirEmpty(fd)
-	return err == nil && empty
-}
-
 func (l *locker) closeClaim() {
-	if l.held.fd >= 0 {
-		sys.Close(l.held.fd)
-		l.held.fd = -1
+	if l.held != nil {
+		l.held.Close()
+		l.held = nil
 	}
 }

@@ -2,8 +2,6 @@
 
 package statelock
 
-import "github.com/exactfs/exactfs/internal/sys"
-
 // Here claims are made with mkdir and removed with rmdir; claim_linux.go
 // recycles them.
 
@@ -12,16 +10,12 @@ import "github.com/exactfs/exactfs/internal/sys"
 // descriptor, as claim_linux.go does. The claim is released with rmdir,
 // so nothing root-owned outlives it either way.
 func (l *locker) makeClaim() error {
-	if err := l.dir.Mkdir(l.claim, 0o700); err != nil {
+	c, err := l.dir.CreateDir(l.claim, 0o700)
+	if err != nil {
 		return err
 	}
-	l.dir.Use(func(dirfd int) error {
-		if fd, err := sys.OpenDir(dirfd, l.claim); err == nil {
-			l.chownForDir(fd)
-			sys.Close(fd)
-		}
-		return nil
-	})
+	l.chownForDir(c.Chown)
+	c.Close()
 	// Every claim here is made anew, so each take finishes a removal that
 	// a reclaimer killed after its detach left at claim+".removing", as
 	// claim_linux.go does for a claim it had to mkdir: without this the

@@ -9,7 +9,6 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // heldRecord is an owner record this process wrote and holds: the open
@@ -104,7 +103,7 @@ func (l *locker) publishRecord(name string, rec *Record) (*heldRecord, error) {
 func (l *locker) writeFresh(f *os.File, name string, rec *Record) (*Record, []byte, error) {
 	// Root in another uid's directory: the record is the directory
 	// owner's before a byte of it is written (trust_unix.go).
-	if err := sys.Control(f, l.chownForDir); err != nil {
+	if err := l.chownForDir(f.Chown); err != nil {
 		return rec, nil, err
 	}
 	rec, err := lockOrPlain(f, rec)

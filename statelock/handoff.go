@@ -12,7 +12,6 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
@@ -273,7 +272,7 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 		}
 		hook.Fire(hook.LockHandoffAfterPwrite, l.lockPath)
 		named := l.namesAgain(r.id)
-		sys.OFDUnlock(int(r.f.Fd()), slotBase+int64(r.rec.OfdSlot), 1)
+		slotUnlock(r.f, r.rec.OfdSlot)
 		g.Done()
 		if !named {
 			return true, false, fmt.Errorf("%w after the hand-off: %s names another record, or none", errRecordChanged, l.lockPath)
@@ -422,7 +421,7 @@ func (l *locker) referenceHolds() bool {
 	}
 	defer done()
 	buf := make([]byte, exactfs.RecordCap)
-	n, err := sys.Pread(fd, buf, 0)
+	n, err := fd.Pread(buf, 0)
 	if err != nil || n <= 0 || n == len(buf) {
 		return false
 	}
@@ -616,7 +615,7 @@ func (l *locker) slotLocked() bool {
 		return false
 	}
 	defer done()
-	held, known := sys.OFDHeld(fd, slotBase, queueBase-slotBase)
+	held, known := anySlotHeld(fd)
 	return held && known
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // writtenIdentity is the identity of the record f is open on right after
@@ -16,7 +15,7 @@ import (
 // inode we hold the OFD lock and the claim for). It saves re-reading our
 // own bytes after every write of the sidecar.
 func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
-	st, err := sys.Fstat(int(f.Fd()))
+	st, err := exactfs.StatFileRaw(f)
 	if err != nil {
 		return exactfs.Identity{}, err
 	}
@@ -40,7 +39,7 @@ const heldReadMax = 64 << 10
 // reference alike) holds the claim, which is ours, and a base writer only
 // ever creates a new inode. Anything unexpected falls back to CaptureFile.
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) {
-	st, err := sys.Fstat(int(f.Fd()))
+	st, err := exactfs.StatFileRaw(f)
 	if err != nil {
 		return exactfs.CaptureRecordFile(f)
 	}
@@ -49,12 +48,12 @@ func readHeld(f *os.File) ([]byte, exactfs.Identity, error) {
 
 // readHeldAfter is readHeld with its fstat already made (st, just now,
 // through f: a seated waiter's trust check asks the same fstat first).
-func readHeldAfter(f *os.File, st sys.Stat) ([]byte, exactfs.Identity, error) {
+func readHeldAfter(f *os.File, st exactfs.RawStat) ([]byte, exactfs.Identity, error) {
 	if !st.Mode.IsRegular() || st.Size >= heldReadMax {
 		return exactfs.CaptureRecordFile(f)
 	}
 	buf := make([]byte, st.Size+1)
-	n, err := sys.Pread(int(f.Fd()), buf, 0)
+	n, err := exactfs.PreadFile(f, buf, 0)
 	if err != nil || int64(n) != st.Size {
 		return exactfs.CaptureRecordFile(f)
 	}
@@ -65,7 +64,7 @@ func readHeldAfter(f *os.File, st sys.Stat) ([]byte, exactfs.Identity, error) {
 // identityOf is the exactfs identity of the regular file st describes,
 // holding data. A regular file's mode has no type bits: only the
 // permission, setuid, setgid and sticky bits, as exactfs records them.
-func identityOf(st sys.Stat, data []byte) exactfs.Identity {
+func identityOf(st exactfs.RawStat, data []byte) exactfs.Identity {
 	return exactfs.Identity{
 		Dev: st.Dev, Ino: st.Ino, Nlink: st.Nlink, Size: st.Size,
 		MtimeNs: st.MtimeNs, CtimeNs: st.CtimeNs, Mode: st.Mode, SHA256: sha256.Sum256(data),

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // writtenIdentity re-captures the record through f where there is no
@@ -27,6 +26,6 @@ func writtenIdentity(f *os.File, data []byte) (exactfs.Identity, error) {
 func readHeld(f *os.File) ([]byte, exactfs.Identity, error) { return exactfs.CaptureRecordFile(f) }
 
 // readHeldAfter is readHeld (the fstat st is of no use here).
-func readHeldAfter(f *os.File, _ sys.Stat) ([]byte, exactfs.Identity, error) {
+func readHeldAfter(f *os.File, _ exactfs.RawStat) ([]byte, exactfs.Identity, error) {
 	return exactfs.CaptureRecordFile(f)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -99,8 +98,7 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 		// A kernel slot (SPEC §4.8.1): its byte alone attests the
 		// holder; any other lock on the inode (a taker's, a waiter's) says
 		// nothing about this one.
-		var held, known bool
-		sys.Control(f, func(fd int) error { held, known = slotHeld(uintptr(fd), r.OfdSlot); return nil })
+		held, known := slotHeldOn(f, r.OfdSlot)
 		if !known {
 			return verdict{}, false
 		}
@@ -192,15 +190,8 @@ const (
 // safe way), when its mtime is earlier than its birth (set back by hand), or
 // when the filesystem gives no birth time.
 func abandonedAge(f *os.File, id exactfs.Identity) (time.Duration, string) {
-	var (
-		btime int64
-		ok    bool
-	)
-	if sys.Control(f, func(fd int) error {
-		var err error
-		btime, ok, err = sys.BirthTime(fd)
-		return err
-	}) != nil || !ok {
+	btime, ok, err := exactfs.BirthTime(f)
+	if err != nil || !ok {
 		return abandonedCreateAge, "with no birth time to tell a rewrite from a create, at least 30s old"
 	}
 	if btime < id.MtimeNs {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
@@ -222,8 +223,8 @@ func (l *locker) attempt() (*heldRecord, *contention, error) {
 func (l *locker) peek(last *contention, tk *wake.Ticket) *contention {
 	var held, known bool
 	if tk != nil && tk.Fd >= 0 {
-		held, known = ofdHeldFd(uintptr(tk.Fd))
-	} else if !l.probeLocks(l.lockName, func(fd uintptr) { held, known = ofdHeldFd(fd) }) {
+		held, known = ofdHeldFd(exactfs.LockFD(tk.Fd))
+	} else if !l.probeLocks(l.lockName, func(fd exactfs.LockFD) { held, known = ofdHeldFd(fd) }) {
 		return nil
 	}
 	if !known || !held {
@@ -254,17 +255,17 @@ func (l *locker) look() (c *contention, skipped bool) {
 		return nil, false
 	}
 	defer done()
-	switch who, start := l.cfg.policy.Who(fd); who {
+	switch who, start := l.cfg.policy.Who(int(fd)); who {
 	case wake.Holder:
 		c := heldByKernel()
 		c.slot = start >= slotBase // a kernel slot (SPEC §4.8.1): a Go cohort owner's, or a seated waiter's
 		return c, false
 	case wake.Waiter:
 		// The kernel named a waiter; a holder may be there as well.
-		if held, _ := ofdHeldFd(uintptr(fd)); held {
+		if held, _ := ofdHeldFd(fd); held {
 			return heldByKernel(), false
 		}
-		if l.cfg.policy.Starving(fd) {
+		if l.cfg.policy.Starving(int(fd)) {
 			return &contention{reason: ReasonOwnerLive, holder: "processes queued before us"}, true
 		}
 	}

@@ -31,8 +31,8 @@ type locker struct {
 	lockName string
 	claim    string
 	sidecar  string
-	spare    string   // the spare claim directory's name, "" for none
-	held     claimDir // the claim directory while we hold it
+	spare    string       // the spare claim directory's name, "" for none
+	held     *exactfs.Dir // the claim directory while we hold it (nil: none, or claims are not recycled here)
 	// replayDue: the claim was made with mkdir, or its sidecar was not a
 	// tombstone: the previous claim may have been crashed and reclaimed,
 	// and its reclaimer killed after detaching it (replayDetached).
@@ -152,7 +152,6 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 		claim:    base + claimSuffix,
 		sidecar:  base + sidecarSuffix,
 		spare:    exactfs.SpareName(base + claimSuffix),
-		held:     claimDir{fd: -1},
 		lockPath: lockPath,
 		host:     host,
 		self:     self,

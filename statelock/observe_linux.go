@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
@@ -39,7 +39,7 @@ type observation struct {
 	ok        bool // false: F.lock could not be observed; any wake counts
 	exists    bool
 	nameIno   uint64 // the inode F.lock names
-	st        sys.Stat
+	st        exactfs.RawStat
 	data      string // up to observeMax bytes from the start of the record
 	held      bool   // a holder's kernel lock on the record
 	ahead     bool   // a waiter queued before this one (its ticket)
@@ -60,9 +60,9 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 	case err != nil || !st.Mode.IsRegular():
 		return observation{}
 	}
-	fd := -1
+	fd := exactfs.LockFD(-1)
 	if tk != nil && tk.Fd >= 0 && tk.Ino == st.Ino {
-		fd = tk.Fd
+		fd = exactfs.LockFD(tk.Fd)
 	} else {
 		var done func()
 		if fd, done = l.lookProbe(l.lockName); fd < 0 {
@@ -71,18 +71,18 @@ func (l *locker) observe(tk *wake.Ticket) observation {
 		defer done()
 	}
 	o := observation{ok: true, exists: true, nameIno: st.Ino}
-	if o.st, err = sys.Fstat(fd); err != nil {
+	if o.st, err = fd.Stat(); err != nil {
 		return observation{}
 	}
 	var buf [observeMax]byte
-	n, err := sys.Pread(fd, buf[:], 0)
+	n, err := fd.Pread(buf[:], 0)
 	if err != nil {
 		return observation{}
 	}
 	o.data = string(buf[:n])
-	o.held, o.heldKnown = ofdHeldFd(uintptr(fd))
-	if tk != nil && tk.Fd == fd {
-		o.ahead = l.cfg.policy.Ahead(fd, tk.N)
+	o.held, o.heldKnown = ofdHeldFd(fd)
+	if tk != nil && exactfs.LockFD(tk.Fd) == fd {
+		o.ahead = l.cfg.policy.Ahead(tk.Fd, tk.N)
 	}
 	return o
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs"
 )
 
 // ofdSupported reports whether this platform has open-file-description
@@ -30,14 +30,7 @@ var (
 // kernel drops it when the holder dies, however it dies. That is what lets
 // a contender prove a holder gone without trusting pids.
 func ofdLock(f *os.File) error {
-	switch err := sys.OFDLock(int(f.Fd()), 0, queueBase); err {
-	case sys.ErrWouldBlock:
-		return errOFDConflict
-	case sys.ErrUnsupported:
-		return errOFDUnsupported
-	default:
-		return err
-	}
+	return lockAnswer(exactfs.TryLockRange(f, exactfs.LockExclusive, 0, queueBase))
 }
 
 // ofdUnlock drops the lock ofdLock took on f, just before f is closed.
@@ -50,53 +43,31 @@ func ofdLock(f *os.File) error {
 // It changes nothing else: the caller closes f at once, and the close
 // would drop the lock a moment later anyway.
 func ofdUnlock(f *os.File) {
-	sys.OFDUnlock(int(f.Fd()), 0, queueBase)
+	exactfs.UnlockRange(f, 0, queueBase)
 }
 
 // ofdHeld asks the kernel whether any open file description holds a lock
 // on the inode f is open on. f may be read-only: F_OFD_GETLK checks for a
 // conflict without taking anything. known is false when the filesystem does
 // not answer (then nothing can be concluded).
-func ofdHeld(f *os.File) (held, known bool) { return ofdHeldFd(f.Fd()) }
+func ofdHeld(f *os.File) (held, known bool) { return exactfs.RangeHeld(f, 0, queueBase) }
 
 // probeFd is a read-only raw descriptor on a record's inode, opened only to
-// ask the kernel about locks on it (look, peek, the queue). It reads no
-// bytes, so it does what Dir.OpenFile does (lstat first so that a device or
-// FIFO is never opened, no-follow non-blocking open, fstat proving a
-// regular file) without an *os.File, whose setup costs two more system
-// calls (F_GETFL, a refused epoll_ctl). fd is -1 when name is not a regular
-// file we could open.
+// ask the kernel about locks on it (look, peek, the queue): an
+// exactfs.LockFD (Dir.OpenLockFD, the proofs of Dir.OpenFile without an
+// *os.File, whose setup costs two more system calls). fd is -1 when name
+// is not a regular file we could open.
 type probeFd struct {
 	fd  int
 	ino uint64
 }
 
 func (l *locker) openProbe(name string) probeFd {
-	p := probeFd{fd: -1}
-	l.dir.Use(func(dirfd int) error {
-		if st, err := sys.Lstat(dirfd, name); err != nil || !st.Mode.IsRegular() {
-			return nil
-		}
-		fd, err := sys.Open(dirfd, name, os.O_RDONLY, 0)
-		if err != nil {
-			return nil
-		}
-		st, err := sys.Fstat(fd)
-		if err != nil || !st.Mode.IsRegular() {
-			sys.Close(fd)
-			return nil
-		}
-		p = probeFd{fd: fd, ino: st.Ino}
-		return nil
-	})
-	return p
+	fd, ino, _ := l.dir.OpenLockFD(name)
+	return probeFd{fd: int(fd), ino: ino}
 }
 
-func (p probeFd) close() {
-	if p.fd >= 0 {
-		sys.Close(p.fd)
-	}
-}
+func (p probeFd) close() { exactfs.LockFD(p.fd).Close() }
 
 // looks keeps one read-only descriptor per F.lock inode a new caller of
 // this process has looked at (look), shared by concurrent callers and
@@ -115,7 +86,7 @@ var looks struct {
 
 type lookEntry struct {
 	key   [2]uint64
-	fd    int
+	fd    exactfs.LockFD
 	refs  int
 	used  time.Time
 	timer *time.Timer
@@ -128,7 +99,7 @@ var lookIdle = time.Second // a variable for tests
 // lookProbe returns a read-only descriptor on the regular file name names
 // now, and done, which the caller calls when it no longer uses it (and
 // never closes it itself). fd is -1 when name is not a regular file.
-func (l *locker) lookProbe(name string) (fd int, done func()) {
+func (l *locker) lookProbe(name string) (fd exactfs.LockFD, done func()) {
 	st, err := l.dir.LstatRaw(name)
 	if err != nil || !st.Mode.IsRegular() {
 		return -1, nil
@@ -145,7 +116,7 @@ func (l *locker) lookProbe(name string) (fd int, done func()) {
 			return -1, nil
 		}
 		if full {
-			return p.fd, p.close
+			return exactfs.LockFD(p.fd), p.close
 		}
 		looks.Lock()
 		if e = looks.m[key]; e != nil {
@@ -154,7 +125,7 @@ func (l *locker) lookProbe(name string) (fd int, done func()) {
 			if looks.m == nil {
 				looks.m = map[[2]uint64]*lookEntry{}
 			}
-			e = &lookEntry{key: key, fd: p.fd}
+			e = &lookEntry{key: key, fd: exactfs.LockFD(p.fd)}
 			looks.m[key] = e
 		}
 	}
@@ -185,17 +156,17 @@ func (e *lookEntry) expire() {
 		return
 	}
 	delete(looks.m, e.key)
-	sys.Close(e.fd)
+	e.fd.Close()
 }
 
 // probeLocks runs ask with a probe of name, and closes it. false: name is
 // not a regular file we could open.
-func (l *locker) probeLocks(name string, ask func(fd uintptr)) bool {
+func (l *locker) probeLocks(name string, ask func(fd exactfs.LockFD)) bool {
 	p := l.openProbe(name)
 	if p.fd < 0 {
 		return false
 	}
 	defer p.close()
-	ask(uintptr(p.fd))
+	ask(exactfs.LockFD(p.fd))
 	return true
 }

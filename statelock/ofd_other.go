@@ -5,6 +5,8 @@ package statelock
 import (
 	"errors"
 	"os"
+
+	"github.com/exactfs/exactfs"
 )
 
 // ofdSupported is false here: records are judged by the pid rules alone.
@@ -31,7 +33,7 @@ type probeFd struct {
 	ino uint64
 }
 
-func (l *locker) openProbe(string) probeFd              { return probeFd{fd: -1} }
-func (l *locker) lookProbe(string) (int, func())        { return -1, nil }
-func (p probeFd) close()                                {}
-func (l *locker) probeLocks(string, func(uintptr)) bool { return false }
+func (l *locker) openProbe(string) probeFd                     { return probeFd{fd: -1} }
+func (l *locker) lookProbe(string) (exactfs.LockFD, func())    { return -1, nil }
+func (p probeFd) close()                                       {}
+func (l *locker) probeLocks(string, func(exactfs.LockFD)) bool { return false }

@@ -2,20 +2,35 @@ package statelock
 
 import (
 	"errors"
-	"syscall"
+	"os"
 
-	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs"
 )
 
 // The layout of a record's OFD lock space (the holder's range, the kernel
 // slots, the waiter queue of wake.Queue beyond them), and the lock
-// questions asked through a raw descriptor. Where the platform has no
-// open-file-description locks, internal/sys answers every one of them with
-// ErrUnsupported (or "not known"), so no waiter joins a queue and every
-// probe finds the record unlocked: waiters compete, and records are judged
-// by the pid rules alone.
+// questions asked through a raw descriptor, all of them the root's kernel
+// locks on a record (exactfs.TryLockRange and its kin). Where the platform
+// has no open-file-description locks, the root answers every one of them
+// with ErrUnsupported (or "not known"), so no waiter joins a queue and
+// every probe finds the record unlocked: waiters compete, and records are
+// judged by the pid rules alone.
 
-func ofdHeldFd(fd uintptr) (held, known bool) { return sys.OFDHeld(int(fd), 0, queueBase) }
+// ofdHeldFd asks whether a holder's lock (anywhere in [0, queueBase)) is
+// on the inode fd is open on.
+func ofdHeldFd(fd exactfs.LockFD) (held, known bool) { return fd.Held(0, queueBase) }
+
+// lockAnswer is the answer of exactfs.TryLockRange (or LockFD.TryLock)
+// in this package's two errors.
+func lockAnswer(ok bool, err error) error {
+	switch {
+	case err == nil && !ok:
+		return errOFDConflict
+	case errors.Is(err, exactfs.ErrUnsupported):
+		return errOFDUnsupported
+	}
+	return err
+}
 
 // queueBase splits the OFD lock space of an owner record's inode. A holder
 // locks the bytes [0, queueBase): far beyond any record, and covering all
@@ -57,21 +72,23 @@ func slotOf(ino uint64) uint64 {
 // open on (fd open for reading). errOFDConflict: an exclusive lock is
 // there (an older exactfs holder's whole-range lock).
 func slotLock(fd uintptr, n uint64) error {
-	switch err := sys.OFDReadLock(int(fd), slotBase+int64(n), 1); {
-	case err == nil:
-		return nil
-	case errors.Is(err, sys.ErrUnsupported), errors.Is(err, syscall.ENOLCK), errors.Is(err, syscall.EINVAL),
-		errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS):
-		return errOFDUnsupported
-	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EACCES):
-		return errOFDConflict
-	default:
-		return err
-	}
+	return lockAnswer(exactfs.LockFD(fd).TryLock(exactfs.LockShared, slotBase+int64(n), 1))
 }
+
+// slotUnlock drops our lock on the byte of slot n of the inode f is open on.
+func slotUnlock(f *os.File, n uint64) { exactfs.UnlockRange(f, slotBase+int64(n), 1) }
 
 // slotHeld asks the kernel whether another open file description holds a
 // lock on the byte of slot n of the inode fd is open on.
 func slotHeld(fd uintptr, n uint64) (held, known bool) {
-	return sys.OFDHeld(int(fd), slotBase+int64(n), 1)
+	return exactfs.LockFD(fd).Held(slotBase+int64(n), 1)
 }
+
+// slotHeldOn is slotHeld through the open file f.
+func slotHeldOn(f *os.File, n uint64) (held, known bool) {
+	return exactfs.RangeHeld(f, slotBase+int64(n), 1)
+}
+
+// anySlotHeld asks whether any kernel slot lock is held on the inode fd is
+// open on.
+func anySlotHeld(fd exactfs.LockFD) (held, known bool) { return fd.Held(slotBase, queueBase-slotBase) }

@@ -2,11 +2,9 @@ package statelock
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // snapshot is one owner record as it was read: the exact bytes, the
@@ -72,52 +70,11 @@ const (
 
 // captureTree is exactfs's CaptureTree for the trees the lock judges (a
 // claim directory, a legacy F.lock/ directory, a detached one), which
-// hashes every file it holds: it first looks at the tree without reading
-// a byte (names and lstat sizes, at most treeLookEntries entries and
-// treeLookDepth levels), and refuses a tree holding a file larger than
-// exactfs.RecordCap, or more entries than that, with record_too_large
-// (nothing the protocol makes is like that), so that a planted gigabyte is
-// never read. The capture remains the proof; the look only refuses early.
+// hashes every file it holds, within the bounds of its look
+// (Dir.CaptureTreeWithin: at most treeLookEntries entries and
+// treeLookDepth levels, no file larger than exactfs.RecordCap; nothing the
+// protocol makes is like that): a larger tree is refused with
+// record_too_large, so that a planted gigabyte is never read.
 func (l *locker) captureTree(name string) (*exactfs.Tree, error) {
-	var what string
-	l.dir.Use(func(dirfd int) error { what = l.oversized(dirfd, name, 0, new(int)); return nil })
-	if what != "" {
-		return nil, &exactfs.Error{Op: "capture tree", Path: l.path(name), Code: exactfs.CodeRecordTooLarge,
-			Detail: what + "; no lock directory holds that, so nothing of it was read: check it and remove it by hand"}
-	}
-	return l.dir.CaptureTree(name)
-}
-
-// oversized describes the first thing under name (beneath dirfd) that
-// captureTree refuses, or "" (also when the look itself fails: the
-// capture then says why).
-func (l *locker) oversized(dirfd int, name string, depth int, seen *int) string {
-	st, err := sys.Lstat(dirfd, name)
-	if err != nil {
-		return ""
-	}
-	if *seen++; *seen > treeLookEntries {
-		return fmt.Sprintf("it holds more than %d entries", treeLookEntries)
-	}
-	if st.Mode.IsRegular() && st.Size > exactfs.RecordCap {
-		return fmt.Sprintf("it holds %s, a file of %d bytes", name, st.Size)
-	}
-	if !st.Mode.IsDir() || depth >= treeLookDepth {
-		return ""
-	}
-	fd, err := sys.OpenDir(dirfd, name)
-	if err != nil {
-		return ""
-	}
-	defer sys.Close(fd)
-	names, err := sys.ReadDirNames(fd)
-	if err != nil {
-		return ""
-	}
-	for _, n := range names {
-		if what := l.oversized(fd, n, depth+1, seen); what != "" {
-			return what
-		}
-	}
-	return ""
+	return l.dir.CaptureTreeWithin(name, exactfs.TreeLimits{Entries: treeLookEntries, Depth: treeLookDepth, FileSize: exactfs.RecordCap})
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
@@ -137,7 +136,7 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 		s        *snapshot
 		v        verdict
 		distrust string
-		st       sys.Stat
+		st       exactfs.RawStat
 		entomb   bool
 	)
 	j, err := liveness.Reclaim(l.dir, name, l.removal(name, !sidecar), func(got liveness.Captured) liveness.Judgement {

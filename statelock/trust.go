@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/exactfs/exactfs"
-	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // The trust rule (SPEC §4.2, Trust). Exclusion rests on the inodes the lock
@@ -52,7 +51,7 @@ func (e *untrustedError) Unwrap() error { return e.err }
 // distrust says why the object st describes may not be adopted, or ""
 // when it may. dir: a claim directory (mode 0700; its link count is the
 // filesystem's business), else a record or sidecar (mode 0600, one link).
-func (l *locker) distrust(st sys.Stat, dir bool) string {
+func (l *locker) distrust(st exactfs.RawStat, dir bool) string {
 	if why := l.foreignOwner(st.Uid); why != "" {
 		return why
 	}
@@ -60,7 +59,7 @@ func (l *locker) distrust(st sys.Stat, dir bool) string {
 	if dir {
 		want = 0o700
 	}
-	if got := sys.PermBits(st.Mode); got != want {
+	if got := st.PermBits(); got != want {
 		return fmt.Sprintf("its mode is %04o, not the protocol's %04o", got, want)
 	}
 	if !dir && st.Nlink != 1 {
@@ -84,9 +83,8 @@ func (l *locker) foreignOwner(uid uint32) string {
 
 // distrustFile is distrust for the file open as f ("" when it cannot be
 // asked: the next step's own checks decide then).
-func (l *locker) distrustFile(f *os.File) (string, sys.Stat) {
-	var st sys.Stat
-	err := sys.Control(f, func(fd int) (err error) { st, err = sys.Fstat(fd); return err })
+func (l *locker) distrustFile(f *os.File) (string, exactfs.RawStat) {
+	st, err := exactfs.StatFileRaw(f)
 	if err != nil {
 		return "", st
 	}
@@ -100,8 +98,8 @@ func (l *locker) foreignFile(f *os.File) string {
 	if l.euid < 0 {
 		return "" // no uids here
 	}
-	var st sys.Stat
-	if err := sys.Control(f, func(fd int) (err error) { st, err = sys.Fstat(fd); return err }); err != nil {
+	st, err := exactfs.StatFileRaw(f)
+	if err != nil {
 		return "its owner cannot be read (" + err.Error() + ")"
 	}
 	return l.foreignOwner(st.Uid)
@@ -119,7 +117,7 @@ func userName(uid uint32) string {
 // refuseUntrusted is the refusal of name, an object we may not adopt (why)
 // and could not replace (cause: the unlink's or open's error, nil when
 // nothing was tried). It names the owner and says who can clear it.
-func (l *locker) refuseUntrusted(name string, st sys.Stat, why string, cause error) error {
+func (l *locker) refuseUntrusted(name string, st exactfs.RawStat, why string, cause error) error {
 	owner := userName(st.Uid)
 	detail := why + "; a lock file we cannot trust is never written into or reused " +
 		"(its owner could rename it away while we hold the lock)"
@@ -155,7 +153,7 @@ func (l *locker) refuseIfForeign(name string, err error) error {
 			return err
 		}
 		why = fmt.Sprintf("it is owned by %s with mode %04o, which we (%s) may not use", userName(st.Uid),
-			sys.PermBits(st.Mode), userName(uint32(euid)))
+			st.PermBits(), userName(uint32(euid)))
 	}
 	return l.refuseUntrusted(name, st, why, err)
 }

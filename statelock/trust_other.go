@@ -3,4 +3,4 @@
 package statelock
 
 // chownForDir does nothing here: there are no uids to give objects to.
-func (l *locker) chownForDir(fd int) error { return nil }
+func (l *locker) chownForDir(chown func(uid, gid int) error) error { return nil }

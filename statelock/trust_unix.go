@@ -2,13 +2,11 @@
 
 package statelock
 
-import (
-	"syscall"
-)
-
-// chownForDir gives an object the lock has just created (open as fd, not
-// yet visible with any bytes) to the owner and group of the lock's
-// directory, when we are root and the directory is another uid's.
+// chownForDir gives an object the lock has just created (not yet visible
+// with any bytes) to the owner and group of the lock's directory, when we
+// are root and the directory is another uid's. chown is the Chown method
+// of the object's open *os.File or exactfs.Dir: it changes the object we
+// made, whatever its name names by then.
 //
 // Root taking a lock in a service's directory would otherwise leave
 // root-owned 0600 records there, which the service can neither read nor
@@ -19,7 +17,7 @@ import (
 // with SIGKILL leaves a record the service can judge and replace.
 // Elsewhere (not root, or root's own directory) this does nothing: the
 // objects are ours.
-func (l *locker) chownForDir(fd int) error {
+func (l *locker) chownForDir(chown func(uid, gid int) error) error {
 	if l.euid != 0 {
 		return nil
 	}
@@ -30,13 +28,5 @@ func (l *locker) chownForDir(fd int) error {
 	if d.Uid == 0 {
 		return nil
 	}
-	return retryEINTR(func() error { return syscall.Fchown(fd, int(d.Uid), int(d.Gid)) })
-}
-
-func retryEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
+	return chown(int(d.Uid), int(d.Gid))
 }

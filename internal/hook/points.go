@@ -48,6 +48,16 @@ const (
 	// filesystem had no exchange rename (tests of the no-replace path).
 	ForceNoExchange = "exactfs.unlink.force-no-exchange"
 
+	// MoveDirChecked fires in Dir.MoveEmptyDir after the directory was
+	// opened and proved (empty, accepted by the caller's rule, its times
+	// set) and before its no-replace rename: an object swapped in here is
+	// what the rename moves, and it must be put back where it was.
+	MoveDirChecked = "exactfs.movedir.checked"
+	// MoveDirMoved fires in Dir.MoveEmptyDir after the rename and before
+	// the look that proves what moved: a name planted at the source here
+	// makes the put-back of a swapped object fail (restore_failed).
+	MoveDirMoved = "exactfs.movedir.moved"
+
 	// TreeDetached fires in RemoveTreeExact after the tree was renamed to
 	// <dir>.removing and the parent fsynced, before anything inside is
 	// removed: a test kills the process here to prove the removal replays.

@@ -23,6 +23,9 @@ var ErrUnsupported = errors.New("unsupported on " + runtime.GOOS + ": exactfs fa
 // keeps a pathological signal storm from spinning forever.
 const maxEINTR = 100
 
+// PermBits is PermBits of st's mode.
+func (st Stat) PermBits() uint32 { return PermBits(st.Mode) }
+
 // PermBits returns the permission bits of mode as the kernel keeps them:
 // rwx for owner, group and others, and the setuid, setgid and sticky bits.
 func PermBits(mode fs.FileMode) uint32 {

@@ -100,3 +100,29 @@ func OFDLock(fd int, start, length int64) error {
 // have to take the lock for a moment, which the holder could see as a
 // conflict. Nothing follows (known is false).
 func OFDHeld(fd int, start, length int64) (held, known bool) { return false, false }
+
+// OFDSharedLock takes a shared byte-range lock (LockFileEx without
+// LOCKFILE_EXCLUSIVE_LOCK) on [start, start+length) without waiting.
+// Shared locks of several handles coexist; an exclusive one conflicts with
+// them. ErrWouldBlock and ErrUnsupported mean what they mean for OFDLock.
+// Like every Windows byte-range lock it is mandatory for writes: while it
+// is held, no handle writes the locked bytes.
+func OFDSharedLock(fd int, start, length int64) error {
+	if !ready {
+		return ErrUnsupported
+	}
+	switch err := lockFile(fd, 0, start, length); err {
+	case nil:
+		return nil
+	case windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING:
+		return ErrWouldBlock
+	case windows.ERROR_NOT_SUPPORTED, windows.ERROR_INVALID_FUNCTION:
+		return ErrUnsupported
+	default:
+		return errnoOf(err)
+	}
+}
+
+// OFDQuery cannot answer on Windows, for the reason OFDHeld cannot:
+// there is no F_GETLK.
+func OFDQuery(fd int, start, length int64) (RangeLock, error) { return RangeLock{}, ErrUnsupported }

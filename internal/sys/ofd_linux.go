@@ -38,3 +38,39 @@ func OFDHeld(fd int, start, length int64) (held, known bool) {
 	}
 	return lk.Type != unix.F_UNLCK, true
 }
+
+// OFDSharedLock is OFDLock for a shared lock: it conflicts with exclusive
+// locks of other open file descriptions and coexists with their shared
+// ones. fd must be open for reading. ErrWouldBlock and ErrUnsupported mean
+// what they mean for OFDLock.
+func OFDSharedLock(fd int, start, length int64) error {
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: start, Len: length}
+	err := retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk) })
+	switch err {
+	case unix.EAGAIN, unix.EACCES:
+		return ErrWouldBlock
+	case unix.ENOLCK, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
+		return ErrUnsupported
+	}
+	return err
+}
+
+// OFDQuery asks which lock, if any, another open file description holds
+// on the bytes [start, start+length) of fd's file, as OFDHeld does, with
+// the kernel's description of it. ErrUnsupported: the filesystem does not
+// answer; then nothing follows.
+func OFDQuery(fd int, start, length int64) (RangeLock, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: start, Len: length}
+	err := retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk) })
+	switch err {
+	case nil:
+	case unix.ENOLCK, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
+		return RangeLock{}, ErrUnsupported
+	default:
+		return RangeLock{}, err
+	}
+	if lk.Type == unix.F_UNLCK {
+		return RangeLock{}, nil
+	}
+	return RangeLock{Held: true, Shared: lk.Type == unix.F_RDLCK, Start: lk.Start, Len: lk.Len, Pid: int(lk.Pid)}, nil
+}
