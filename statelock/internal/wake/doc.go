@@ -46,4 +46,33 @@
 // Policy.ParkIdle and HandoffDelay), not package variables, so tests run
 // in parallel. The caller owns the descriptors a Queue is asked through:
 // which inode they are open on is its proof, not this package's.
+//
+// # What wakes a waiter
+//
+// Every sleep is bounded, so a lost wake costs one poll, never the lock:
+//   - A seated Go waiter sleeps on its seat's state word (Seat.Sleep, a
+//     futex wait of at most Policy.SeatPoll, DefaultPoll = 20 ms). The
+//     granter wakes it once GRANTED is stored; Nudge wakes the oldest
+//     WAITING seat after a release the reference way, so that it attempts
+//     at once; Seat.Interrupt, when its context ends. A granter that died
+//     (Seat.Recover), or a release by an older exactfs or by TypeScript,
+//     costs at most the poll.
+//   - A sticky owner sleeps on the mailbox's bell (BellWait) for the rest
+//     of its idle time; a waiter that takes a seat rings it (Ring, a system
+//     call only when an owner is counted asleep), and the owner hands over
+//     at once.
+//   - A waiter without a seat (behind a TypeScript holder, an older
+//     exactfs, or with the cohort off) sleeps in Watch.Wait (inotify on
+//     F.lock's inode; kqueue on macOS; a timed sleep elsewhere) for at most
+//     its Backoff step, 5 ms doubling to 100 ms. The first in the Queue is
+//     woken by the releaser's close of its written descriptor
+//     (IN_CLOSE_WRITE), which Policy's Linger delays while the releaser is
+//     likely to lock again; the one behind it by the close of the ticket
+//     ahead (IN_CLOSE_NOWRITE); all of them by a reclaim (the inode moved
+//     or gone). statelock drops a wake after which nothing it observes has
+//     changed.
+//   - A caller that finds the transition claim busy sleeps
+//     Policy.ClaimRetryMin doubling to ClaimRetryMax (a claim lasts a few
+//     system calls); once the claim has stayed busy for a second, its
+//     sleeps grow to Backoff's maximum, as behind a holder.
 package wake
