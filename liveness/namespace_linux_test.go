@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 func init() {
@@ -273,4 +275,89 @@ func TestVerdictOwnerInTimeNamespace(t *testing.T) {
 	noPidfd := o
 	noPidfd.PidfdIno = 0
 	expect(t, judge(noPidfd), Alive, "start time unreadable")
+}
+
+// TestVerdictReferenceRecordFromNestedPidNamespace: a process of a nested
+// pid namespace (a container sharing the directory and the host identity)
+// wrote a record without pid_ns, as the TypeScript reference writes every
+// record, and holds it. Its pid there is free here: judged by that pid
+// alone (ESRCH) the record is dead and its live lock would be taken. The
+// judge finds the writer through NSpid and its start time, and keeps the
+// record (Unknown) while it lives; once it has exited, the record is dead.
+func TestVerdictReferenceRecordFromNestedPidNamespace(t *testing.T) {
+	testfs.RequireRoot(t)
+	unshare := testfs.RequireCommand(t, "unshare")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; ; attempt++ {
+		// The helper is the namespace's pid free: sh is its pid 1 and
+		// sleeps take 2 .. free-1.
+		free := 0
+		for p := 5; p < 400 && free == 0; p++ {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(p)); os.IsNotExist(err) {
+				free = p
+			}
+		}
+		if free == 0 {
+			t.Skip("every pid from 5 to 400 is in use here")
+		}
+		script := `i=2; while [ $i -lt ` + strconv.Itoa(free) + ` ]; do sleep 60 & i=$((i+1)); done; "$0" -test.run='^$'`
+		cmd := exec.Command(unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script, exe)
+		cmd.Env = append(os.Environ(), helperEnv+"=evidence-hold")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var e Evidence
+		if err := json.NewDecoder(stdout).Decode(&e); err != nil {
+			stdin.Close()
+			cmd.Wait()
+			t.Fatalf("helper: %v\n%s", err, stderr.String())
+		}
+		if e.Pid != free || e.StartTimeFormat != FormatLinuxProc {
+			stdin.Close()
+			cmd.Wait()
+			t.Fatalf("helper evidence %+v: want pid %d with a linux-proc start time", e, free)
+		}
+		if err := (System{}).Signal(free); err == nil || !strings.Contains(err.Error(), "no such process") {
+			// A process of ours took the pid meanwhile: the premise
+			// (ESRCH here) is lost; try again.
+			stdin.Close()
+			cmd.Wait()
+			if attempt == 3 {
+				t.Fatalf("pid %d was taken here in each of 4 attempts", free)
+			}
+			continue
+		}
+		ref := e.Owner(testHost.ID)
+		ref.PidNS, ref.PidfdIno, ref.StartTimeFormat = 0, 0, "" // as the reference writes it
+		expect(t, judge(ref), Unknown, "nested pid namespace")
+		older := e.Owner(testHost.ID) // an exactfs record from before pid_ns
+		older.PidNS, older.PidfdIno = 0, 0
+		expect(t, judge(older), Unknown, "nested pid namespace")
+
+		// Not any process known there by that pid keeps the record: its
+		// start time must match.
+		other := ref
+		other.StartTime = "1"
+		expect(t, judge(other), Dead, "ESRCH")
+
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("helper: %v\n%s", err, stderr.String())
+		}
+		expect(t, judge(ref), Dead, "ESRCH")
+		return
+	}
 }

@@ -101,6 +101,11 @@ type Prober interface {
 	// CreateTime returns the creation time of pid (Windows), or 0 where
 	// the platform has none.
 	CreateTime(pid int) (uint64, error)
+	// Nested reports whether a process of a pid namespace nested below
+	// ours is known there as pid and started at startTime (linux-proc-v1),
+	// or fails when that cannot be ruled out. False where the platform
+	// has no pid namespaces.
+	Nested(pid int, startTime string) (bool, error)
 }
 
 // System is the Prober that asks the running system.
@@ -150,6 +155,15 @@ func (System) PidNS() (uint64, error) { return PidNS(os.Getpid()) }
 // CreateTime calls the package function CreateTime.
 func (System) CreateTime(pid int) (uint64, error) { return CreateTime(pid) }
 
+// Nested looks through /proc for a process of a nested pid namespace known
+// there as pid, with the start time startTime.
+func (System) Nested(pid int, startTime string) (bool, error) {
+	if err := checkPid(pid); err != nil {
+		return false, err
+	}
+	return nestedOwner(pid, startTime)
+}
+
 // Judge decides whether recorded owners are gone (see the package
 // documentation for what proves it).
 type Judge struct {
@@ -194,6 +208,14 @@ func unknown(reason string) Judgement { return Judgement{Unknown, reason} }
 //     format: Dead;
 //  11. otherwise Alive (the start time matches, or it is "unknown",
 //     unreadable, without a format or in a format this host cannot read).
+//
+// Before a Dead of rules 6, 7 or 10 for a record without a pid namespace
+// (the TypeScript reference's), whose start time is a linux-proc-v1 count
+// (or has no format), a process of a pid namespace nested below ours
+// known there by the recorded pid, with the recorded start time, turns it
+// into Unknown: the record's writer may be such a process (a container
+// sharing the directory and the host identity), whose pid means nothing in
+// our namespace. A search that cannot be made is Unknown too.
 //
 // Dead is returned only when a probe proved it.
 func (j *Judge) Judge(o Owner) Judgement {
@@ -247,7 +269,7 @@ func (j *Judge) Judge(o Owner) Judgement {
 	switch err := p.Signal(o.Pid); {
 	case err == nil:
 	case errors.Is(err, syscall.ESRCH):
-		return dead("no such process (ESRCH)")
+		return deadUnlessNested(p, o, "no such process (ESRCH)")
 	case errors.Is(err, syscall.EPERM):
 		// The pid exists under another user or sandbox. That is not proof
 		// that it is still our owner: a reused pid can belong to anyone,
@@ -261,7 +283,7 @@ func (j *Judge) Judge(o Owner) Judgement {
 	// kill(pid, 0) succeeds on a zombie, but a zombie has exited and can
 	// hold nothing. An unreadable state proves nothing either way.
 	if z, err := p.Zombie(o.Pid); err == nil && z {
-		return dead("zombie")
+		return deadUnlessNested(p, o, "zombie")
 	}
 
 	// A pidfs inode names one process for the life of the boot: a different
@@ -316,7 +338,24 @@ func (j *Judge) Judge(o Owner) Judgement {
 		return alive(exists + "; start time unreadable")
 	}
 	if cur != o.StartTime {
-		return dead("pid reused: start time differs")
+		return deadUnlessNested(p, o, "pid reused: start time differs")
 	}
 	return alive(exists + "; start time matches")
+}
+
+// deadUnlessNested returns Dead for why, unless o's writer may be a process
+// of a nested pid namespace (see Judge).
+func deadUnlessNested(p Prober, o Owner, why string) Judgement {
+	if o.PidNS != 0 || o.StartTime == "" || o.StartTime == UnknownStartTime ||
+		(o.StartTimeFormat != "" && o.StartTimeFormat != FormatLinuxProc) {
+		return dead(why)
+	}
+	found, err := p.Nested(o.Pid, o.StartTime)
+	switch {
+	case err != nil:
+		return unknown(why + " here, but other pid namespaces could not be searched for the owner: " + err.Error())
+	case found:
+		return unknown(why + " here, but a process of a nested pid namespace has the recorded pid and start time")
+	}
+	return dead(why)
 }

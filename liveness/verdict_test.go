@@ -21,6 +21,8 @@ type fakeProbe struct {
 	nsErr     error
 	ct        uint64
 	ctErr     error
+	nested    bool
+	nestedErr error
 	calls     []string
 }
 
@@ -54,6 +56,11 @@ func (f *fakeProbe) CreateTime(int) (uint64, error) {
 	return f.ct, f.ctErr
 }
 
+func (f *fakeProbe) Nested(int, string) (bool, error) {
+	f.calls = append(f.calls, "nested")
+	return f.nested, f.nestedErr
+}
+
 func (f *fakeProbe) called(name string) bool {
 	for _, c := range f.calls {
 		if c == name || strings.HasPrefix(c, name+":") {
@@ -81,6 +88,7 @@ func liveOwner() Owner {
 
 func TestJudgeRules(t *testing.T) {
 	esrch := func(p *fakeProbe) { p.signal = syscall.ESRCH }
+	noNS := func(o *Owner) { o.PidNS = 0 }
 	for _, tc := range []struct {
 		name      string
 		hostLocal bool
@@ -162,6 +170,27 @@ func TestJudgeRules(t *testing.T) {
 		{name: "unknown format", owner: func(o *Owner) { o.StartTimeFormat = "bsd-kinfo-v1" },
 			probe: func(p *fakeProbe) { p.start = "101" }, want: Alive, notCalled: []string{"start"}},
 		{name: "start time unreadable", probe: func(p *fakeProbe) { p.start = ""; p.startErr = syscall.ENOENT }, want: Alive},
+		// A record without pid_ns (the reference's) may come from a
+		// process of a nested pid namespace: before a Dead, it is looked
+		// for there.
+		{name: "no pid_ns, ESRCH, nobody nested", owner: noNS, probe: esrch, want: Dead, reason: "ESRCH"},
+		{name: "no pid_ns, ESRCH, owner nested", owner: noNS, probe: func(p *fakeProbe) { esrch(p); p.nested = true },
+			want: Unknown, reason: "nested pid namespace"},
+		{name: "no pid_ns, ESRCH, nested search failed", owner: noNS, probe: func(p *fakeProbe) { esrch(p); p.nestedErr = syscall.EACCES },
+			want: Unknown, reason: "could not be searched"},
+		{name: "no pid_ns and no format (the reference's), ESRCH, owner nested",
+			owner: func(o *Owner) { noNS(o); o.StartTimeFormat = "" }, probe: func(p *fakeProbe) { esrch(p); p.nested = true },
+			want: Unknown, reason: "nested pid namespace"},
+		{name: "no pid_ns, start time differs, owner nested", owner: func(o *Owner) { noNS(o); o.PidfdIno = 0 },
+			probe: func(p *fakeProbe) { p.start = "101"; p.nested = true }, want: Unknown, reason: "nested pid namespace"},
+		{name: "no pid_ns, zombie, owner nested", owner: noNS, probe: func(p *fakeProbe) { p.zombie = true; p.nested = true },
+			want: Unknown, reason: "nested pid namespace"},
+		{name: "pid_ns recorded, ESRCH: no search", probe: func(p *fakeProbe) { esrch(p); p.nested = true },
+			want: Dead, reason: "ESRCH", notCalled: []string{"nested"}},
+		{name: "no pid_ns, ps start time, ESRCH: no search", owner: func(o *Owner) { noNS(o); o.StartTimeFormat = FormatPsUTC },
+			probe: func(p *fakeProbe) { esrch(p); p.nested = true }, want: Dead, notCalled: []string{"nested"}},
+		{name: "no pid_ns, unknown start time, ESRCH: no search", owner: func(o *Owner) { noNS(o); o.StartTime = UnknownStartTime },
+			probe: func(p *fakeProbe) { esrch(p); p.nested = true }, want: Dead, notCalled: []string{"nested"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := liveOwner()
