@@ -48,16 +48,18 @@ func captureTree(d *Dir, name string) (*Tree, error) {
 		return nil, err
 	}
 	defer p.close()
-	return captureTreeAt(op, d.join(name), p.fd, base)
+	return captureTreeAt(op, d.join(name), p.fd, base, nil)
 }
 
-func captureTreeAt(op, path string, dirfd int, base string) (*Tree, error) {
+// captureTreeAt captures the tree at base beneath dirfd; a non-nil lim
+// bounds what the walk agrees to look at and read (CaptureTreeWithin).
+func captureTreeAt(op, path string, dirfd int, base string, lim *TreeLimits) (*Tree, error) {
 	fd, err := openTreeDir(op, path, dirfd, base)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close(fd)
-	return captureTreeFD(op, path, fd)
+	return captureTreeFD(op, path, fd, lim)
 }
 
 func openTreeDir(op, path string, dirfd int, base string) (int, error) {
@@ -68,20 +70,22 @@ func openTreeDir(op, path string, dirfd int, base string) (int, error) {
 	return h.fd, nil
 }
 
-func captureTreeFD(op, path string, fd int) (*Tree, error) {
+func captureTreeFD(op, path string, fd int, lim *TreeLimits) (*Tree, error) {
 	st, err := sys.Fstat(fd)
 	if err != nil {
 		return nil, wrap(op, path, err)
 	}
 	t := &Tree{Entries: []TreeEntry{{Path: "", Identity: identityOf(st, [32]byte{})}}}
-	if err := t.add(op, path, fd, ""); err != nil {
+	if err := t.add(op, path, fd, "", 1, lim); err != nil {
 		return nil, err
 	}
 	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
 	return t, nil
 }
 
-func (t *Tree) add(op, path string, fd int, prefix string) error {
+// add adds the entries of the directory fd, at depth (its entries' depth:
+// the root's are 1) below the tree's root, within lim when it is not nil.
+func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeLimits) error {
 	names, err := sys.ReadDirNames(fd)
 	if err != nil {
 		return wrap(op, joinShown(path, prefix), err)
@@ -97,6 +101,9 @@ func (t *Tree) add(op, path string, fd int, prefix string) error {
 		if err != nil {
 			return wrap(op, where, err)
 		}
+		if what := lim.breaks(rel, len(t.Entries)+1, depth, st); what != "" {
+			return tooLargeTree(op, path, what)
+		}
 		switch {
 		case st.Mode.IsDir():
 			h, err := walk(op, where, handle{fd: fd}, []string{n})
@@ -106,7 +113,7 @@ func (t *Tree) add(op, path string, fd int, prefix string) error {
 			st, err := sys.Fstat(h.fd)
 			if err == nil {
 				t.Entries = append(t.Entries, TreeEntry{Path: rel, Identity: identityOf(st, [32]byte{})})
-				err = t.add(op, path, h.fd, rel+"/")
+				err = t.add(op, path, h.fd, rel+"/", depth+1, lim)
 			} else {
 				err = wrap(op, where, err)
 			}
@@ -115,7 +122,11 @@ func (t *Tree) add(op, path string, fd int, prefix string) error {
 				return err
 			}
 		case st.Mode.IsRegular():
-			_, id, err := captureAt(op, where, fd, n, false)
+			max := int64(-1)
+			if lim != nil {
+				max = lim.FileSize
+			}
+			_, id, err := captureAtMax(op, where, fd, n, false, max)
 			if err != nil {
 				return err
 			}
@@ -209,7 +220,7 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 		}
 		return removeDetached(op, path, p.fd, base, removing, tree, true)
 	}
-	have, err := captureTreeAt(op, path, p.fd, base)
+	have, err := captureTreeAt(op, path, p.fd, base, nil)
 	if err != nil {
 		return err
 	}
@@ -255,7 +266,7 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 	}
 	defer sys.Close(fd)
 	if !replay {
-		have, err := captureTreeFD(op, path, fd)
+		have, err := captureTreeFD(op, path, fd, nil)
 		var e *Error
 		switch {
 		case err != nil:

@@ -8,19 +8,22 @@ import (
 
 // TreeLimits bound the tree CaptureTreeWithin agrees to read.
 type TreeLimits struct {
-	Entries  int   // at most this many entries, the root included, counted as they are looked at
-	Depth    int   // directories deeper than this are not looked into (the capture still proves them)
+	Entries  int   // at most this many entries, the root included
+	Depth    int   // no entry deeper than this below the root (the root's entries are at depth 1)
 	FileSize int64 // no file larger than this
 }
 
 // CaptureTreeWithin is CaptureTree of a tree within lim, for a caller
-// that must not hash whatever someone planted: it first looks at the tree
-// without reading a byte of any file (names and lstat sizes, at most
-// lim.Entries entries and lim.Depth levels) and refuses a tree holding a
-// file larger than lim.FileSize, or more entries than lim.Entries, with
-// record_too_large, having read nothing of it. The capture remains the
-// proof; the look only refuses early (a tree that grows between the look
-// and the capture is captured as it is then).
+// that must not hash whatever someone planted. It first looks at the tree
+// without reading a byte of any file (names and lstat sizes) and refuses a
+// tree that holds more than lim.Entries entries, an entry deeper than
+// lim.Depth or a file larger than lim.FileSize, with record_too_large,
+// having read nothing of it. The capture that follows is the proof, and
+// holds to the same limits (a tree that grew since the look is refused
+// then, a file that grew is not read past lim.FileSize), so no tree costs
+// more than the limits whatever it does meanwhile. A directory's names are
+// read whole before they are counted: the limits bound the files read, not
+// the listing of one huge directory.
 func (d *Dir) CaptureTreeWithin(name string, lim TreeLimits) (*Tree, error) {
 	const op = "capture tree"
 	p, base, err := resolve(op, d, name)
@@ -28,28 +31,49 @@ func (d *Dir) CaptureTreeWithin(name string, lim TreeLimits) (*Tree, error) {
 		return nil, err
 	}
 	defer p.close()
-	if what := lookTree(p.fd, base, 0, new(int), lim); what != "" {
-		return nil, &Error{Op: op, Path: d.join(name), Code: CodeRecordTooLarge,
-			Detail: what + "; nothing of it was read: check it and remove it by hand"}
+	path := d.join(name)
+	if what := lookTree(p.fd, base, 0, new(int), &lim); what != "" {
+		return nil, tooLargeTree(op, path, what)
 	}
-	return captureTreeAt(op, d.join(name), p.fd, base)
+	return captureTreeAt(op, path, p.fd, base, &lim)
 }
 
-// lookTree describes the first thing under name (beneath dirfd) that
-// breaks lim, or "" (also when the look itself fails: the capture then
+// tooLargeTree is the refusal of a tree beyond its limits.
+func tooLargeTree(op, path, what string) error {
+	return &Error{Op: op, Path: path, Code: CodeRecordTooLarge,
+		Detail: what + "; nothing of it was read beyond the limits, and no lock directory holds that: check it and remove it by hand"}
+}
+
+// breaks describes how the entry rel, the n-th of the tree (the root is
+// the first), at depth with lstat st, breaks lim, or "" (always "" for a
+// nil lim: no limits).
+func (lim *TreeLimits) breaks(rel string, n, depth int, st sys.Stat) string {
+	switch {
+	case lim == nil:
+		return ""
+	case n > lim.Entries:
+		return fmt.Sprintf("it holds more than %d entries", lim.Entries)
+	case depth > lim.Depth:
+		return fmt.Sprintf("it holds entries more than %d levels deep", lim.Depth)
+	case st.Mode.IsRegular() && st.Size > lim.FileSize:
+		return fmt.Sprintf("it holds %s, a file of %d bytes (at most %d are read)", rel, st.Size, lim.FileSize)
+	}
+	return ""
+}
+
+// lookTree describes the first thing under name (beneath dirfd, at depth)
+// that breaks lim, or "" (also when the look itself fails: the capture then
 // says why).
-func lookTree(dirfd int, name string, depth int, seen *int, lim TreeLimits) string {
+func lookTree(dirfd int, name string, depth int, seen *int, lim *TreeLimits) string {
 	st, err := sys.Lstat(dirfd, name)
 	if err != nil {
 		return ""
 	}
-	if *seen++; *seen > lim.Entries {
-		return fmt.Sprintf("it holds more than %d entries", lim.Entries)
+	*seen++
+	if what := lim.breaks(name, *seen, depth, st); what != "" {
+		return what
 	}
-	if st.Mode.IsRegular() && st.Size > lim.FileSize {
-		return fmt.Sprintf("it holds %s, a file of %d bytes", name, st.Size)
-	}
-	if !st.Mode.IsDir() || depth >= lim.Depth {
+	if !st.Mode.IsDir() {
 		return ""
 	}
 	fd, err := sys.OpenDir(dirfd, name)
