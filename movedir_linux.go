@@ -23,21 +23,30 @@ import (
 //   - its access and modification times are set to now, so that its mtime
 //     says when it came to dst (a spare's says when it was put aside,
 //     perhaps long ago);
-//   - it is renamed to dst without replacing (renameat2 RENAME_NOREPLACE):
-//     when dst exists, nothing moves;
-//   - dst must then name the very directory that was opened. If another
+//   - it is renamed, without replacing, to a fresh private name that only
+//     this call knows (QuarantinePrefix + "movedir-" + a UUID), and that
+//     name must then hold the very directory that was opened. If another
 //     object was swapped in at src between the open and the rename, that
-//     object is what moved: it is put back at src (again without
-//     replacing; dst is ours by then, so nobody moves it first) and the
-//     move fails with ErrIdentityMismatch.
+//     object is what moved: it is put back at src (without replacing) and
+//     the move fails with ErrIdentityMismatch. The look is made at a name
+//     nobody else uses, never at dst: there a successor's directory could
+//     stand by then (the moved object judged and removed, dst made anew),
+//     and putting "what is at dst" back would move that successor's;
+//   - it is renamed from there to dst without replacing (renameat2
+//     RENAME_NOREPLACE): when dst exists, it goes back to src (or, when src
+//     was taken meanwhile, is removed: it is the empty directory proved)
+//     and the move fails with an error matching fs.ErrExist.
 //
 // Errors: one matching fs.ErrExist (destination_exists) when dst exists;
 // ErrIdentityMismatch when a swap was undone; ErrRestoreFailed when a
-// swapped object could not be put back (it is at dst, which Residue
-// names); atomic_unavailable where the filesystem has no no-replace
+// swapped object could not be put back (it is at the private name, which
+// Residue names); atomic_unavailable where the filesystem has no no-replace
 // rename; any other when src is not an empty directory that accept
 // accepts, or could not be prepared. In every case but the restore
 // failure, nothing is left moved. The caller closes the returned Dir.
+//
+// A successful move costs one rename more than a rename straight to dst:
+// the price of never looking at dst for what moved.
 //
 // Not guaranteed: entries created inside the directory after the
 // emptiness check come along with it (dst is the proved directory, not a
@@ -68,7 +77,8 @@ func (d *Dir) MoveEmptyDir(src, dst string, accept func(st RawStat) bool) (*Dir,
 		if hook.IsSet(hook.MoveDirChecked) {
 			hook.Fire(hook.MoveDirChecked, d.join(src))
 		}
-		if err := sys.RenameNoReplace(dirfd, src, dirfd, dst); err != nil {
+		aside := moveAsideName()
+		if err := sys.RenameNoReplace(dirfd, src, dirfd, aside); err != nil {
 			sys.Close(fd)
 			e := wrap(op, path(), err).(*Error)
 			if flagsUnavailable(err) {
@@ -77,18 +87,28 @@ func (d *Dir) MoveEmptyDir(src, dst string, accept func(st RawStat) bool) (*Dir,
 			return e
 		}
 		if hook.IsSet(hook.MoveDirMoved) {
-			hook.Fire(hook.MoveDirMoved, d.join(dst))
+			hook.Fire(hook.MoveDirMoved, d.join(aside))
 		}
-		if got, err := sys.Lstat(dirfd, dst); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
+		if got, err := sys.Lstat(dirfd, aside); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
 			sys.Close(fd)
 			// What moved is not what was proved: someone swapped src
-			// after the open. dst is ours (the rename admitted only us),
-			// so nobody else moves it back first.
-			if rerr := sys.RenameNoReplace(dirfd, dst, dirfd, src); rerr != nil {
-				return &Error{Op: op, Path: path(), Code: CodeRestoreFailed, Err: rerr, Residue: []string{d.join(dst)},
-					Detail: fmt.Sprintf("%s was replaced between its proof and its move, and putting the object that moved back failed; it is now at %s", d.join(src), d.join(dst))}
+			// after the open. It goes back; nobody else knows aside.
+			if rerr := sys.RenameNoReplace(dirfd, aside, dirfd, src); rerr != nil {
+				return &Error{Op: op, Path: path(), Code: CodeRestoreFailed, Err: rerr, Residue: []string{d.join(aside)},
+					Detail: fmt.Sprintf("%s was replaced between its proof and its move, and putting the object that moved back failed; it is now at %s", d.join(src), d.join(aside))}
 			}
 			return newErr(op, path(), CodeIdentityMismatch, d.join(src)+" was replaced between its proof and its move; the object that moved was put back")
+		}
+		if err := sys.RenameNoReplace(dirfd, aside, dirfd, dst); err != nil {
+			sys.Close(fd)
+			// dst is taken (or the name cannot be made): the proved empty
+			// directory goes back to src, or, when src was taken meanwhile,
+			// is removed (it is ours and empty; a failure leaves an empty
+			// private name that the residue rules remove).
+			if sys.RenameNoReplace(dirfd, aside, dirfd, src) != nil {
+				sys.Rmdir(dirfd, aside)
+			}
+			return wrap(op, path(), err)
 		}
 		moved = heldDir(fd, d.join(dst), st)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,9 +132,9 @@ func TestMoveEmptyDirSwapped(t *testing.T) {
 
 // TestMoveEmptyDirSwappedNoPutBack: when the swapped object cannot be put
 // back (a name was planted at the source after the rename, hook
-// MoveDirMoved), the move fails with ErrRestoreFailed naming the
-// destination, where the stranger's directory now is, in Residue; the
-// planted name is untouched.
+// MoveDirMoved), the move fails with ErrRestoreFailed naming, in Residue,
+// the private name the stranger's directory now is at; the planted name
+// is untouched and nothing is at the destination.
 func TestMoveEmptyDirSwappedNoPutBack(t *testing.T) {
 	base := t.TempDir()
 	d := openDirT(t, base)
@@ -148,17 +149,64 @@ func TestMoveEmptyDirSwappedNoPutBack(t *testing.T) {
 	withHook(t, hook.MoveDirMoved, hook.Once(func(string) { putFile(t, spare, []byte("planted")) }))
 	m, err := d.MoveEmptyDir("spare", "claim", acceptAll)
 	var e *Error
-	if !errors.Is(err, ErrRestoreFailed) || !errors.As(err, &e) || len(e.Residue) != 1 || e.Residue[0] != filepath.Join(base, "claim") {
+	if !errors.Is(err, ErrRestoreFailed) || !errors.As(err, &e) || len(e.Residue) != 1 ||
+		!strings.HasPrefix(filepath.Base(e.Residue[0]), QuarantinePrefix+"movedir-") || filepath.Dir(e.Residue[0]) != base {
 		if m != nil {
 			m.Close()
 		}
-		t.Fatalf("MoveEmptyDir = %v, want ErrRestoreFailed with claim as residue", err)
+		t.Fatalf("MoveEmptyDir = %v, want ErrRestoreFailed with a private name as residue", err)
 	}
-	if inode(t, filepath.Join(base, "claim")) != stranger {
-		t.Fatal("claim is not the stranger's directory")
+	if inode(t, e.Residue[0]) != stranger {
+		t.Fatal("the residue is not the stranger's directory")
+	}
+	if _, err := os.Lstat(filepath.Join(base, "claim")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("claim: %v, want nothing there", err)
 	}
 	if b, err := os.ReadFile(spare); err != nil || string(b) != "planted" {
 		t.Fatalf("the planted name: %q, %v", b, err)
+	}
+}
+
+// TestMoveEmptyDirSwappedNeverMovesSuccessor: the spare is swapped for a
+// stranger's directory after its proof (hook MoveDirChecked), and by the
+// time the mover looks at what moved, a successor has made the
+// destination its own (hook MoveDirMoved: the moved object judged and
+// removed, the claim made anew by another taker). The move fails, the
+// stranger goes back, and the successor's directory stays where it is: a
+// move that looked at the destination for what moved would have taken the
+// successor's live claim away (the review of the root move showed it).
+func TestMoveEmptyDirSwappedNeverMovesSuccessor(t *testing.T) {
+	base := t.TempDir()
+	d := openDirT(t, base)
+	spare := filepath.Join(base, "spare")
+	claim := filepath.Join(base, "claim")
+	os.Mkdir(spare, 0o700)
+	var stranger, successor uint64
+	withHook(t, hook.MoveDirChecked, hook.Once(func(string) {
+		os.Rename(spare, filepath.Join(base, "aside"))
+		os.Mkdir(spare, 0o700)
+		stranger = inode(t, spare)
+	}))
+	withHook(t, hook.MoveDirMoved, hook.Once(func(string) {
+		// Whatever the mover's rename did, a successor now holds claim.
+		os.Remove(claim)
+		if err := os.Mkdir(claim, 0o700); err != nil {
+			t.Error(err)
+		}
+		successor = inode(t, claim)
+	}))
+	m, err := d.MoveEmptyDir("spare", "claim", acceptAll)
+	if !errors.Is(err, ErrIdentityMismatch) {
+		if m != nil {
+			m.Close()
+		}
+		t.Fatalf("MoveEmptyDir = %v, want ErrIdentityMismatch", err)
+	}
+	if got := inode(t, claim); got != successor {
+		t.Fatalf("claim is inode %d, want the successor's %d left in place", got, successor)
+	}
+	if got := inode(t, spare); got != stranger {
+		t.Fatalf("spare is inode %d, want the stranger's %d put back", got, stranger)
 	}
 }
 

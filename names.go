@@ -60,6 +60,9 @@ const (
 	// removal's entries and of the CLI's rm.
 	treeEntryPrefix = QuarantinePrefix + "tree-entry-"
 	rmPrefix        = QuarantinePrefix + "exactfs-rm-"
+	// movePrefix starts the name an exact directory move passes through
+	// (Dir.MoveEmptyDir): one only its mover knows.
+	movePrefix = QuarantinePrefix + "movedir-"
 )
 
 // NameKind is what a private name is; see ClassifyName.
@@ -213,6 +216,9 @@ func LeaseRetireName() string {
 // FenceLeaseName is the lease name (the file is this plus LeaseSuffix) of a
 // store's mutation fence called name.
 func FenceLeaseName(name string) string { return PrivatePrefix + name }
+
+// moveAsideName is a fresh name for Dir.MoveEmptyDir's way through.
+func moveAsideName() string { return movePrefix + NewUUID() }
 
 // RmQuarantineName is a fresh quarantine name for the CLI's rm.
 func RmQuarantineName() string { return rmPrefix + NewUUID() }
