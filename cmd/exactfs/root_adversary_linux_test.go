@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Operator one-offs as root on a directory a user owns: what root leaves
+// behind must stay usable by the user's own processes, or root is told.
+
+// ownerUID is the owner of the object at p (lstat).
+func ownerUID(t *testing.T, p string) int {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Uid)
+}
+
+// rootEnv gives root a home of its own for its config root.
+func rootEnv(t *testing.T, w *uidWorld) []string {
+	t.Helper()
+	if h := filepath.Join(w.top, "home-0"); fileExists(h) {
+		return []string{"HOME=" + h}
+	}
+	return []string{"HOME=" + w.home(t, 0)}
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// userDir is a 0700 directory of uid under w, with a home for its config
+// root.
+func userDir(t *testing.T, w *uidWorld, uid int) (dir string, env []string) {
+	t.Helper()
+	dir = filepath.Join(w.top, "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return dir, []string{"HOME=" + w.home(t, uid)}
+}
+
+// TestAdversaryRootMkdirKeepsUserDir: root's `exactfs lock --mkdir
+// sub/deeper/s.json` in a user's directory makes sub and sub/deeper the
+// user's (as the lock's records already are the directory owner's), so the
+// user's own update of that state file then works. Fails before the fix:
+// the directories were root's, 0700, every record in them root's, and the
+// user's update exited 74 (permission denied) for good.
+func TestAdversaryRootMkdirKeepsUserDir(t *testing.T) {
+	w := newUIDWorld(t)
+	const uid = 4301
+	dir, env := userDir(t, w, uid)
+	expectCode(t, w.run(t, 0, 0, dir, rootEnv(t, w), "", "lock", "--mkdir", "sub/deeper/s.json", "--", "true"), 0, "root: lock --mkdir")
+	for _, p := range []string{"sub", "sub/deeper", "sub/deeper/s.json.lock", "sub/deeper/s.json.lock.transition.owner"} {
+		if got := ownerUID(t, filepath.Join(dir, p)); got != uid {
+			t.Errorf("after root's lock --mkdir, %s is uid %d's, want uid %d's", p, got, uid)
+		}
+	}
+	r := w.run(t, uid, uid, dir, env, "", "update", "sub/deeper/s.json", "--", "sh", "-c", "echo mine")
+	expectCode(t, r, 0, "the user's update after root's lock --mkdir")
+	if got := mustRead(t, filepath.Join(dir, "sub/deeper/s.json")); got != "mine\n" {
+		t.Errorf("state file %q", got)
+	}
+}
+
+// TestAdversaryRootMkdirLeavesPlantedDir: a directory that already exists
+// at a name --mkdir would make (here another uid's, in a directory root
+// owns) is used as it is: root never chowns what it did not make.
+func TestAdversaryRootMkdirLeavesPlantedDir(t *testing.T) {
+	w := newUIDWorld(t)
+	const uid, other = 4302, 4303
+	dir, _ := userDir(t, w, uid)
+	planted := filepath.Join(dir, "sub")
+	if err := os.Mkdir(planted, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(planted, other, other)
+	r := w.run(t, 0, 0, dir, rootEnv(t, w), "", "lock", "--mkdir", "sub/x/s.json", "--", "true")
+	expectCode(t, r, 0, "root: lock --mkdir")
+	if got := ownerUID(t, planted); got != other {
+		t.Errorf("root chowned a directory it did not make: now uid %d's", got)
+	}
+	if got := ownerUID(t, filepath.Join(planted, "x")); got != other {
+		t.Errorf("sub/x is uid %d's, want its parent's owner %d", got, other)
+	}
+}
