@@ -113,6 +113,7 @@ func runUpdate(e *env, opts any, args []string) error {
 	err = statelock.Update(ctx, stateFile, fn, f.options()...)
 	stopNotice()
 	if err == nil {
+		noteRootOwned(e, "update", stateFile)
 		return nil
 	}
 	var cf cmdFailed

@@ -132,6 +132,7 @@ func runWrite(e *env, opts any, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, id.String())
+	noteRootOwned(e, "write", path)
 	return nil
 }
 
