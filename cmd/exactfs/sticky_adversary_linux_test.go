@@ -25,7 +25,7 @@ func stickyWorld(t *testing.T) (w *uidWorld, dir string, envA []string) {
 	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o1777); err != nil {
+	if err := syscall.Chmod(dir, 0o1777); err != nil {
 		t.Fatal(err)
 	}
 	return w, dir, []string{"HOME=" + w.home(t, stickyA)}
