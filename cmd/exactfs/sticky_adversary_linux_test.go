@@ -155,3 +155,34 @@ func TestAdversaryStickyClaimDirOfAnotherUID(t *testing.T) {
 		t.Errorf("state file %q", got)
 	}
 }
+
+// TestAdversaryStickyPlantedStateFileCMDNotRun: uid B planted the state
+// file itself (0644) in the sticky directory. uid A's update can never
+// replace it (exactfs.WriteFile refuses to hand the successor to B or to
+// take the file from B), so it must refuse before CMD runs: exit 74, CMD's
+// side effect absent, the message naming B and saying CMD was not run,
+// B's file byte-identical. Fails before the check: CMD ran (its marker
+// file appeared) and only the write was refused.
+func TestAdversaryStickyPlantedStateFileCMDNotRun(t *testing.T) {
+	w, dir, envA := stickyWorld(t)
+	state := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(state, []byte("B's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plantedBy(t, state)
+	home := envA[0][len("HOME="):]
+	marker := filepath.Join(home, "cmd-ran")
+	r := w.run(t, stickyA, stickyA, dir, envA, "", "update", "s.json", "--", "sh", "-c", "touch "+marker+"; cat; echo A")
+	expectCode(t, r, exitIO, "uid A: update over B's state file")
+	for _, want := range []string{"belongs to uid 4322", "CMD was not run"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Error("CMD ran over a state file the update could never replace")
+	}
+	if got := mustRead(t, state); got != "B's\n" || ownerUID(t, state) != stickyB {
+		t.Errorf("B's state file changed: %q", got)
+	}
+}
