@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -196,6 +197,27 @@ func othersClaim(lockPath string) string {
 		claim, uidName(uid), mode, uidName(uid), uidName(uid), shellJoin([]string{claim}))
 }
 
+// inSharedSticky reports whether the object at path sits in a shared sticky
+// directory (sticky, writable by group or others: /tmp) that its owner does
+// not own: there anyone may have planted it, and the advice for a lock
+// shared between uids does not fit.
+func inSharedSticky(path string) bool {
+	if path == "" {
+		return false
+	}
+	uid, _, ok := fileOwner(path)
+	if !ok {
+		return false
+	}
+	d, err := exactfs.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	st, err := d.StatRaw()
+	return err == nil && st.Mode&fs.ModeSticky != 0 && st.Mode.Perm()&0o022 != 0 && st.Uid != uid
+}
+
 // othersPlanted says that the unsafe object at path (a symlink, FIFO,
 // socket or device where a lock file belongs) is another uid's, which this
 // user cannot remove from a shared sticky directory such as /tmp; or "".
@@ -218,6 +240,9 @@ func hintFor(err error, code int) string {
 	oc := outcome(err)
 	switch {
 	case isLock && (code == exitUnsafe || code == exitIO) && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) && othersRecord(innermostPath(err)) != "":
+		if p := innermostPath(err); inSharedSticky(p) {
+			return othersPlanted(p)
+		}
 		return othersRecord(innermostPath(err)) + ": " + sharedUIDAdvice
 	case code == exitBusy && isLock && strings.Contains(holder, "only explicit recovery"):
 		return "waiting does not help: a crash left this transition claim, and no lock call removes it; " +

@@ -186,3 +186,31 @@ func TestAdversaryStickyPlantedStateFileCMDNotRun(t *testing.T) {
 		t.Errorf("B's state file changed: %q", got)
 	}
 }
+
+// TestAdversaryStickyPlantedRecordNotSharedLockAdvice: uid B planted a
+// valid-looking tombstone of its own at F.lock (0600) in the sticky
+// directory. A's lock is refused (lock_object_untrusted: A may neither
+// trust nor replace B's file there) and told that B planted it and only B
+// or root can remove it, not that "every process sharing a lock must run
+// as the same user", which is advice for a directory a group shares on
+// purpose. The planted record is left byte-identical. Fails before the
+// sticky case was told apart: the shared-lock advice.
+func TestAdversaryStickyPlantedRecordNotSharedLockAdvice(t *testing.T) {
+	w, dir, envA := stickyWorld(t)
+	rec := filepath.Join(dir, "s.json.lock")
+	const tomb = `{"pid":1,"start_time":"unknown","token":"planted","owner_host_id":"h","released":true}`
+	if err := os.WriteFile(rec, []byte(tomb), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plantedBy(t, rec)
+	r := w.run(t, stickyA, stickyA, dir, envA, "", "lock", "--timeout", "2s", "s.json", "--", "true")
+	if r.code != exitUnsafe && r.code != exitIO {
+		t.Fatalf("uid A: lock: want 77 or 74, got %s", r)
+	}
+	if !strings.Contains(r.stderr, "only uid 4322 or root can remove it") || strings.Contains(r.stderr, "must run as the same user") {
+		t.Errorf("uid A: lock: %s", r.stderr)
+	}
+	if got := mustRead(t, rec); got != tomb || ownerUID(t, rec) != stickyB {
+		t.Errorf("the planted record changed: %q", got)
+	}
+}
