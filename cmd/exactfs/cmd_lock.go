@@ -33,8 +33,9 @@ waiting, a line says who holds it. A symlink, FIFO, socket or device at
 STATEFILE.lock is refused at once (exit 77) and left alone.
 
 STATEFILE's directory must exist (a mistyped path would otherwise give a lock
-nobody else takes); --mkdir creates it, owner-only. A path through one of the
-system's own symlinks (/var/lock, /var/run; on macOS /tmp, /var, /etc) is
+nobody else takes); --mkdir creates it, owner-only (run as root in another
+user's directory, what it makes is that user's, as the lock's records are). A
+path through one of the system's own symlinks (/var/lock, /var/run; on macOS /tmp, /var, /etc) is
 resolved when every part of that symlink and its target is owned by root and
 writable by no one else; any other symlink on the path is refused (exit 77).
 

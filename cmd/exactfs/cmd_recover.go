@@ -105,6 +105,9 @@ func runRecover(e *env, opts any, args []string) error {
 		if st.Lock == "permission_denied" {
 			return permissionRecordError{st.LockPath, st.Detail}
 		}
+		if st.Claim.State == "permission_denied" {
+			return permissionClaimError{st.LockPath + ".transition", st.Claim.Detail}
+		}
 	}
 	if o.dryRun {
 		return nil
@@ -309,7 +312,7 @@ func writeLeft(w io.Writer, st *statusJSON, minAge time.Duration) {
 			}
 		}
 	}
-	if st.Claim.State == "not_empty" || st.Claim.State == "held" && st.Claim.AgeMs > 0 && !planned(st, "remove-claim") {
+	if st.Claim.State == "not_empty" || st.Claim.State == "permission_denied" || st.Claim.State == "held" && st.Claim.AgeMs > 0 && !planned(st, "remove-claim") {
 		fmt.Fprintf(w, "leave transition claim (%s): %s\n", strings.ReplaceAll(st.Claim.State, "_", " "), st.Claim.Detail)
 	}
 	dir := filepath.Dir(st.StateFile)

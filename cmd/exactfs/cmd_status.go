@@ -104,7 +104,9 @@ JSON output (--json), one object; fields are added, never renamed or removed:
     "claim": {
         "state": "none" | "held" | "stale" (the next lock call reclaims it)
                | "crashed" (no readable owner: 'exactfs recover' removes it)
-               | "not_empty" | "superseded_file",
+               | "not_empty" | "superseded_file"
+               | "permission_denied" (another uid's directory this user may
+                 not read: owner says whose; age_ms is -1),
         "age_ms": 120, "sidecar": "the sidecar owner's verdict", "detail": "why"},
     "residue": [ {"name": ".state.json.<uuid>.replacement",
                   "kind": "staging" | "quarantine" | "placeholder" | "removing",
@@ -179,6 +181,9 @@ func recordError(st *statusJSON) error {
 	case "permission_denied":
 		return permissionRecordError{st.LockPath, st.Detail}
 	}
+	if st.Claim.State == "permission_denied" {
+		return permissionClaimError{st.LockPath + ".transition", st.Claim.Detail}
+	}
 	return nil
 }
 
@@ -208,7 +213,7 @@ func lockExitStatus(st *statusJSON) int {
 		claim = statusHeld
 	case "stale":
 		claim = statusStale
-	case "crashed", "not_empty", "superseded_file":
+	case "crashed", "not_empty", "superseded_file", "permission_denied":
 		claim = statusBlocked
 	}
 	return max(code, claim)
@@ -386,6 +391,11 @@ func writeStatus(w io.Writer, st *statusJSON) {
 	c := st.Claim
 	if c.State == "none" {
 		fmt.Fprintln(w, "transition claim: none")
+	} else if c.AgeMs < 0 {
+		fmt.Fprintf(w, "transition claim: %s\n", strings.ReplaceAll(c.State, "_", " "))
+		if c.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", c.Detail)
+		}
 	} else {
 		fmt.Fprintf(w, "transition claim: %s (%s old)\n", strings.ReplaceAll(c.State, "_", " "), roundAge(time.Duration(c.AgeMs)*time.Millisecond))
 		if c.Detail != "" {
@@ -427,6 +437,16 @@ type permissionRecordError struct{ lockPath, detail string }
 
 func (p permissionRecordError) Error() string {
 	return fmt.Sprintf("%s is a lock record this user may not open (%s); no lock call of this user will take it", p.lockPath, p.detail)
+}
+
+// permissionClaimError is status's and recover's answer for a transition
+// claim directory this user may not read (exit 74): no lock call of this
+// user takes the lock while it is there, and only its owner or root can
+// remove it.
+type permissionClaimError struct{ claimPath, detail string }
+
+func (p permissionClaimError) Error() string {
+	return fmt.Sprintf("%s is a transition claim this user may not read; no lock call of this user can take the lock while it is there", p.claimPath)
 }
 
 // foreignAdvice explains a record that names a host other than this one,

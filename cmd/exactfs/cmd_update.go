@@ -92,7 +92,10 @@ func runUpdate(e *env, opts any, args []string) error {
 		stopNotice()
 		ran = true
 		if err := withParent(stateFile, func(d *exactfs.Dir, name string) error {
-			return refuseHardLink(d, name, "update", stateFile)
+			if err := refuseHardLink(d, name, "update", stateFile); err != nil {
+				return err
+			}
+			return refuseForeignOwner(d, name, "update", stateFile)
 		}); err != nil {
 			return nil, err
 		}
@@ -113,6 +116,7 @@ func runUpdate(e *env, opts any, args []string) error {
 	err = statelock.Update(ctx, stateFile, fn, f.options()...)
 	stopNotice()
 	if err == nil {
+		noteRootOwned(e, "update", stateFile)
 		return nil
 	}
 	var cf cmdFailed

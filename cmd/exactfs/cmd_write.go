@@ -132,6 +132,7 @@ func runWrite(e *env, opts any, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, id.String())
+	noteRootOwned(e, "write", path)
 	return nil
 }
 
@@ -165,10 +166,13 @@ func (e emptyInput) Error() string {
 // 77, nothing changed). A link made after this look is not seen: only
 // the lock (for update) or the caller can keep names from appearing.
 func refuseHardLink(d *exactfs.Dir, name, op, path string) error {
-	id, err := d.IdentityOf(name)
-	if err != nil || !id.Mode.IsRegular() || id.Nlink <= 1 {
+	// An lstat, not IdentityOf: that read and hashed the whole file once
+	// more before every update (a second full pass over a large state
+	// file); the write proves what it replaces itself.
+	st, err := d.LstatRaw(name)
+	if err != nil || !st.Mode.IsRegular() || st.Nlink <= 1 {
 		return nil // absent, or refused by the write itself with its own words
 	}
 	return &exactfs.Error{Op: op, Path: path, Code: exactfs.CodeHardLinkUnsupported,
-		Detail: fmt.Sprintf("it has %d names (hard links); replacing this one would leave the others with the old bytes, so nothing was changed", id.Nlink)}
+		Detail: fmt.Sprintf("it has %d names (hard links); replacing this one would leave the others with the old bytes, so nothing was changed", st.Nlink)}
 }

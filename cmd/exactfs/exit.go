@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -180,6 +182,56 @@ func isUnsafe(code exactfs.Code) bool {
 	return false
 }
 
+// othersClaim says, for the lock at lockPath, that its transition claim is
+// a directory of another uid, which waiting does not end for this user when
+// that uid may not be able to remove it (a shared sticky directory lets
+// anyone plant one); or "".
+func othersClaim(lockPath string) string {
+	claim := strings.TrimSuffix(lockPath, ".lock") + ".lock.transition"
+	uid, mode, ok := fileOwner(claim)
+	if !ok || int(uid) == os.Geteuid() || os.Geteuid() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the transition claim %s is a directory of %s (mode %04o), not one of this user's lock calls; "+
+		"if no process of %s uses this lock, %s or root can remove it (rmdir %s); 'exactfs status' says more",
+		claim, uidName(uid), mode, uidName(uid), uidName(uid), shellJoin([]string{claim}))
+}
+
+// inSharedSticky reports whether the object at path sits in a shared sticky
+// directory (sticky, writable by group or others: /tmp) that its owner does
+// not own: there anyone may have planted it, and the advice for a lock
+// shared between uids does not fit.
+func inSharedSticky(path string) bool {
+	if path == "" {
+		return false
+	}
+	uid, _, ok := fileOwner(path)
+	if !ok {
+		return false
+	}
+	d, err := exactfs.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	st, err := d.StatRaw()
+	return err == nil && st.Mode&fs.ModeSticky != 0 && st.Mode.Perm()&0o022 != 0 && st.Uid != uid
+}
+
+// othersPlanted says that the unsafe object at path (a symlink, FIFO,
+// socket or device where a lock file belongs) is another uid's, which this
+// user cannot remove from a shared sticky directory such as /tmp; or "".
+// "remove what is there yourself" was no advice there.
+func othersPlanted(path string) string {
+	uid, _, ok := fileOwner(path)
+	if path == "" || !ok || int(uid) == os.Geteuid() || os.Geteuid() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("nothing was touched; %s belongs to %s, not to this user (%s): in a shared sticky directory (/tmp) only %s or root can remove it. "+
+		"Ask them, or keep the state file in a directory that only this user can write",
+		path, uidName(uid), uidName(uint32(os.Geteuid())), uidName(uid))
+}
+
 // hintFor says what to do about err, in one line, or "".
 func hintFor(err error, code int) string {
 	le := lockFailed(err)
@@ -188,6 +240,9 @@ func hintFor(err error, code int) string {
 	oc := outcome(err)
 	switch {
 	case isLock && (code == exitUnsafe || code == exitIO) && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) && othersRecord(innermostPath(err)) != "":
+		if p := innermostPath(err); inSharedSticky(p) {
+			return othersPlanted(p)
+		}
 		return othersRecord(innermostPath(err)) + ": " + sharedUIDAdvice
 	case code == exitBusy && isLock && strings.Contains(holder, "only explicit recovery"):
 		return "waiting does not help: a crash left this transition claim, and no lock call removes it; " +
@@ -202,6 +257,8 @@ func hintFor(err error, code int) string {
 		}
 		return "a record that does not name this host is never judged by its pid, so it is respected until released; " +
 			"'exactfs status' says whether this host wrote it under another config root, and gives the safe way out"
+	case code == exitBusy && isLock && othersClaim(le.Path) != "":
+		return othersClaim(le.Path)
 	case code == exitBusy && isLock:
 		hint := "the lock is held by a live (or unverifiable) owner; retry later, use --timeout to wait longer, or run 'exactfs status' to see who holds it"
 		if x, ok := readRecordExtras(le.Path); ok && otherPidNS(x.PidNS) {
@@ -212,6 +269,8 @@ func hintFor(err error, code int) string {
 		return "the file changed while it was read; retry"
 	case code == exitUnsafe && oc == exactfs.CodeReparsePoint && symlinkHintFor(err) != "":
 		return symlinkHintFor(err)
+	case code == exitUnsafe && isLock && othersPlanted(innermostPath(err)) != "":
+		return othersPlanted(innermostPath(err))
 	case code == exitUnsafe && isLock:
 		return "nothing was touched; inspect the path with 'ls -l' and remove what is there yourself if it is not yours"
 	case code == exitUnsafe && oc == exactfs.CodeHardLinkUnsupported:

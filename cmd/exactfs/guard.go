@@ -28,7 +28,9 @@ package main
 //   - CMD stays in exactfs's process group on Linux, as it was before the
 //     guard: ^C, ^Z and a CMD that reads the terminal work as they always
 //     did. The subreaper's walk reaches everything a process group would, and
-//     the processes that leave it too.
+//     the processes that leave it too. The guard itself leads a group of its
+//     own (guardAttr), so a SIGKILL of exactfs's group (kill -9 %1) leaves
+//     it alive to kill what of CMD's tree left that group (setsid).
 //   - exactfs forwards SIGINT, SIGTERM and SIGHUP to CMD through the guard
 //     (a byte on the lifeline each: a copy the guard gets itself, from the
 //     terminal or a kill of the process group, reached CMD directly and is
@@ -45,8 +47,9 @@ package main
 // What remains is said in README.md ("lock and update run CMD's whole tree
 // under the lock"): a process that leaves the tree altogether (started
 // through another service manager, or in another container), the guard
-// itself being SIGKILLed on a system without a subreaper, and the time
-// between exactfs's death and the guard's SIGKILL, in which a peer that
+// itself being SIGKILLed on a system without a subreaper, a SIGKILL of
+// exactfs and the guard at once (on Linux that takes a kill of both process
+// groups, or of the session), and the time between exactfs's death and the guard's SIGKILL, in which a peer that
 // reclaims at once could start while the tree is being killed. That is the
 // guard's scheduling latency plus one /proc walk: measured from exactfs's
 // SIGKILL to the death of CMD's grandchild, median 17 ms and at most 71 ms
@@ -63,6 +66,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -75,6 +80,9 @@ import (
 // command of the CLI: main recognises it before any flag parsing, and the
 // guard refuses to run unless fd 3 is a pipe (the lifeline).
 const guardArg = "__exactfs-guard"
+
+// pgidArg starts the guard's argument that names exactfs's process group.
+const pgidArg = "--pgid="
 
 // lifelineFD is where the guard finds the read end of the lifeline.
 const lifelineFD = 3
@@ -135,8 +143,11 @@ func (c *child) start(e *env) (*running, error) {
 		return nil, exitStatus(exitCannotExec)
 	}
 	defer lifeR.Close() // the guard has its own copy
-	cmd := exec.Command(self, append([]string{guardArg, "--"}, c.argv...)...)
-	cmd.Args[0] = "exactfs" // ps shows "exactfs __exactfs-guard -- CMD..."
+	// The guard is told exactfs's process group, to put CMD back in it
+	// when the guard leads a group of its own (guardAttr).
+	cmd := exec.Command(self, append([]string{guardArg, pgidArg + strconv.Itoa(syscall.Getpgrp()), "--"}, c.argv...)...)
+	cmd.Args[0] = "exactfs" // ps shows "exactfs __exactfs-guard --pgid=N -- CMD..."
+	cmd.SysProcAttr = guardAttr()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.ExtraFiles = []*os.File{lifeR} // fd 3 in the guard
@@ -163,6 +174,11 @@ func (c *child) start(e *env) (*running, error) {
 // runGuard is the guard: it runs argv and returns the status exactfs exits
 // with. See the top of this file.
 func runGuard(args []string) int {
+	pgid := 0
+	if len(args) > 0 && strings.HasPrefix(args[0], pgidArg) {
+		pgid, _ = strconv.Atoi(args[0][len(pgidArg):])
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -193,7 +209,7 @@ func runGuard(args []string) int {
 		return exitCannotExec
 	}
 	g := &guard{done: make(chan struct{}), reaped: make(chan struct{}, 1)}
-	attr, ownGroup := cmdAttr()
+	attr, ownGroup := cmdAttr(pgid)
 	p, err := os.StartProcess(path, args, &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},

@@ -22,11 +22,27 @@ func becomeSubreaper() { unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
 // (killOrphans) before it releases the lock.
 func prepareGuardParent() { becomeSubreaper() }
 
-// cmdAttr keeps CMD in the guard's process group (the terminal's job control
-// is unchanged; the subreaper reaches every descendant without a group) and
-// has the kernel SIGKILL CMD if the guard dies first.
-func cmdAttr() (attr *syscall.SysProcAttr, ownGroup bool) {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, false
+// guardAttr puts the guard in a process group of its own. A SIGKILL of
+// exactfs's whole process group (kill -9 %1 in a shell, kill -9 -PGID, a
+// supervisor ending a job) then kills exactfs and CMD but not the guard,
+// which sees the lifeline end and kills what is left of CMD's tree: a
+// process that moved to a session of its own (setsid) is out of that group
+// and, with the guard dead too, went on unlocked under init. The guard reads
+// nothing from the terminal, so being outside its foreground group costs
+// nothing; the signals it gets itself it ignores anyway (runGuard).
+func guardAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// cmdAttr puts CMD back in exactfs's process group pgid (the terminal's job
+// control is unchanged: ^C, ^Z and a CMD that reads the terminal work as
+// they did when CMD was exactfs's child; the subreaper reaches every
+// descendant without a group) and has the kernel SIGKILL CMD if the guard
+// dies first. pgid 0 (not known) leaves CMD in the guard's group.
+func cmdAttr(pgid int) (attr *syscall.SysProcAttr, ownGroup bool) {
+	attr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if pgid > 0 {
+		attr.Setpgid, attr.Pgid = true, pgid
+	}
+	return attr, false
 }
 
 // descendants lists every process below root (zombies too), found by its

@@ -17,12 +17,16 @@ func becomeSubreaper() {}
 
 func prepareGuardParent() {}
 
+// guardAttr leaves the guard in exactfs's process group: without a
+// subreaper, a guard of its own group would not reach what leaves CMD's.
+func guardAttr() *syscall.SysProcAttr { return nil }
+
 // cmdAttr puts CMD in a process group of its own, which the guard kills
 // whole, unless exactfs runs in a terminal's foreground: there a group of its
 // own would take CMD away from the terminal (a CMD reading it would stop,
 // ^C and ^Z would miss it), so CMD stays in exactfs's group and the guard
 // can kill CMD alone.
-func cmdAttr() (attr *syscall.SysProcAttr, ownGroup bool) {
+func cmdAttr(int) (attr *syscall.SysProcAttr, ownGroup bool) {
 	if inForeground() {
 		return nil, false
 	}

@@ -62,10 +62,28 @@ type recordOwner struct {
 }
 
 type claimJSON struct {
-	State   string `json:"state"` // none, held, stale, crashed, not_empty, superseded_file
+	State   string `json:"state"` // none, held, stale, crashed, not_empty, superseded_file, permission_denied
 	AgeMs   int64  `json:"age_ms"`
 	Sidecar string `json:"sidecar,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Owner is the claim directory's owner, for permission_denied.
+	Owner *recordOwner `json:"owner,omitempty"`
+}
+
+// claimPermissionDenied makes c the description of a claim directory at
+// path that this user may not read: its owner, and who can remove it. Its
+// age is unknown (the library could not describe it), not zero.
+func claimPermissionDenied(c *claimJSON, path string) {
+	c.State, c.AgeMs = "permission_denied", -1
+	uid, mode, ok := fileOwner(path)
+	if !ok {
+		c.Detail = "this user may not read the claim directory; no lock call of this user can take the lock while it is there"
+		return
+	}
+	c.Owner = &recordOwner{Uid: uid, Mode: fmt.Sprintf("%04o", mode)}
+	c.Detail = fmt.Sprintf("a directory owned by %s, mode %04o, that this process (%s) may not read or remove; "+
+		"no lock call of this user can take the lock while it is there. %s or root can remove it once no process of theirs uses the lock: rmdir %s",
+		uidName(uid), mode, uidName(uint32(os.Geteuid())), uidName(uid), shellJoin([]string{path}))
 }
 
 type residueJSON struct {
@@ -141,6 +159,14 @@ func inspectLock(stateFile string, opts []statelock.Option, configRoot string, m
 		st.Detail = s.Legacy
 	}
 	st.Claim = claimOf(s.Claim, lib)
+	if c := s.Claim; c.Present && c.Directory && !c.Empty && strings.Contains(c.Why, "("+string(exactfs.CodePermissionDenied)+")") {
+		// Not a claim with something in it: one this user may not read
+		// (another uid's 0700 directory, planted in a shared sticky
+		// directory, or left by a peer of another uid). No lock call of
+		// this user can take the claim, and neither recover nor this user
+		// can remove it: say whose it is and who can.
+		claimPermissionDenied(&st.Claim, s.LockPath+".transition")
+	}
 	for _, r := range s.Residue {
 		st.Residue = append(st.Residue, residueJSON{Name: r.Name, Kind: r.Kind, Size: r.Size, AgeMs: r.Age.Milliseconds(), Note: r.Note, Removable: r.Removable})
 	}

@@ -337,6 +337,7 @@ func prepareStateFile(stateFile string, mkdir bool) (string, error) {
 // mkdir is set (the library then creates it, owner-only).
 func checkStateDir(stateFile string, mkdir bool) error {
 	if mkdir {
+		makeStateDirForOwner(stateFile)
 		return nil
 	}
 	d, _, err := openParent(stateFile)
