@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 const captureAdversaryEnv = "EXACTFS_ADVERSARY_CAPTURE"
@@ -35,7 +36,9 @@ func TestAdversaryCaptureHugeFileMemory(t *testing.T) {
 		os.Stdout.WriteString("maxrss_kb=" + strconv.FormatInt(ru.Maxrss, 10) + " len=" + strconv.Itoa(len(b)) + "\n")
 		return
 	}
-	t.Skip("defect: Capture of a file of 1 GiB or more grows its buffer by doubling: 2.6 GB peak RSS for 1 GiB (os.ReadFile: 1.06 GB); fix belongs in the module root (captureFrom)")
+	if testfs.Race {
+		t.Skip("the race detector's shadow memory triples the resident set (3.1 GB measured for this capture); the bound is checked without it (CI's portable lane runs this test)")
+	}
 	p := filepath.Join(t.TempDir(), "s.json")
 	f, err := os.Create(p)
 	if err != nil {
