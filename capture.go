@@ -29,6 +29,33 @@ func capture(d *Dir, name string) ([]byte, Identity, error) {
 	return captureAt("capture", d.join(name), p.fd, base, true)
 }
 
+// CaptureReplaceable is Capture of name beneath d for a caller that will
+// replace it (a read-modify-write): a file that WriteFile could not
+// replace because of its owner (another uid's, in a shared sticky
+// directory or for a caller that is not root: see WriteFile) is refused
+// with the error WriteFile would give, from the descriptor's own stat,
+// before a byte of it is read. Without it the caller reads the file,
+// perhaps a gigabyte another user planted, and computes its successor for
+// nothing.
+func (d *Dir) CaptureReplaceable(name string) ([]byte, Identity, error) {
+	const op = "capture"
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer p.close()
+	path := d.join(name)
+	fd, st, err := openRegular(op, path, p.fd, base, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer sys.Close(fd)
+	if err := replaceRefusal(op, path, p.fd, st); err != nil {
+		return nil, Identity{}, err
+	}
+	return captureFrom(op, path, fd, true, st, -1)
+}
+
 // IdentityOf proves the identity of the regular file at path like Capture,
 // hashing the bytes as they stream by instead of keeping them.
 func IdentityOf(path string) (Identity, error) {

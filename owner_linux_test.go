@@ -5,6 +5,7 @@ package exactfs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -397,4 +399,46 @@ func TestWriteFilePredecessorStandsForTheLstat(t *testing.T) {
 		t.Fatalf("a refused write changed the file: %q", got)
 	}
 	wantListing(t, dir, "appeared.json", "state.json")
+}
+
+// TestCaptureReplaceable: a read for a replace refuses, before reading a
+// byte (hook CaptureRead never fires), the file WriteFile would refuse to
+// replace because of its owner: another uid's in a shared sticky
+// directory, even for root, with WriteFile's own error; and captures it
+// where the replace could keep its owner (root, a directory that is not
+// shared sticky).
+func TestCaptureReplaceable(t *testing.T) {
+	testfs.RequireRoot(t)
+	for _, sticky := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sticky=%v", sticky), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "spool")
+			must(t, os.Mkdir(dir, 0o777))
+			mode := os.FileMode(0o777)
+			if sticky {
+				mode |= os.ModeSticky
+			}
+			must(t, os.Chmod(dir, mode))
+			p := filepath.Join(dir, "job")
+			putOwned(t, p, []byte("planted"), 65534, 65534, 0o644)
+			d, err := OpenDir(dir)
+			must(t, err)
+			defer d.Close()
+			read := false
+			defer hook.Set(hook.CaptureRead, func(string) { read = true })()
+			b, _, err := d.CaptureReplaceable("job")
+			if !sticky {
+				if err != nil || string(b) != "planted" {
+					t.Fatalf("CaptureReplaceable = %q, %v; want the file (root keeps its owner)", b, err)
+				}
+				return
+			}
+			_, werr := d.WriteFile("job", []byte("x"), 0o644)
+			if !errors.Is(err, ErrPermissionDenied) || werr == nil || err.Error() != strings.Replace(werr.Error(), "write ", "capture ", 1) {
+				t.Fatalf("CaptureReplaceable = %v; want WriteFile's refusal %v", err, werr)
+			}
+			if read {
+				t.Fatal("the refused file was read")
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/exactfs/exactfs/internal/hook"
@@ -138,16 +139,55 @@ func (s *pendingFile) sharedSticky(prev owner) error {
 	if err != nil {
 		return wrap(s.op, s.path, err)
 	}
-	if dir.Mode&fs.ModeSticky == 0 || dir.Mode.Perm()&0o022 == 0 || dir.Uid == prev.uid {
+	return stickyRefusal(s.op, s.path, dir, prev.uid)
+}
+
+// stickyRefusal is sharedSticky's refusal for a file of uid beneath the
+// directory whose stat is dir, or nil.
+func stickyRefusal(op, path string, dir sys.Stat, uid uint32) error {
+	if dir.Mode&fs.ModeSticky == 0 || dir.Mode.Perm()&0o022 == 0 || dir.Uid == uid {
 		return nil
 	}
-	return &Error{Op: s.op, Path: s.path, Code: CodePermissionDenied,
+	return &Error{Op: op, Path: path, Code: CodePermissionDenied,
 		Detail: fmt.Sprintf("refusing to replace it: the file belongs to %s and sits in a shared sticky directory "+
 			"(mode %04o, owned by %s), where anyone may plant a file at a name; giving the new file that owner would hand "+
 			"what this process writes to %s, and making it this process's would take the file from its owner. Nothing was changed. "+
 			"Write it as %s, or remove it first if the name should be yours",
-			userName(prev.uid), uint32(dir.Mode.Perm())|0o1000, userName(dir.Uid), userName(prev.uid), userName(prev.uid))}
+			userName(uid), uint32(dir.Mode.Perm())|0o1000, userName(dir.Uid), userName(uid), userName(uid))}
 }
+
+// replaceRefusal is the refusal that own would give, because of its owner,
+// to a replace of the file whose stat is st beneath the directory dirfd
+// (another uid's file: for any caller in a shared sticky directory, else
+// for a caller that is not root), decided before anything is staged or
+// read (CaptureReplaceable); nil when own would keep the owner. The group
+// is left to own, which tells a group the caller is not in. Windows has no
+// uids to keep.
+func replaceRefusal(op, path string, dirfd int, st sys.Stat) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	me := euid()
+	if st.Uid == uint32(me) {
+		return nil
+	}
+	dir, err := sys.Fstat(dirfd)
+	if err != nil {
+		return wrap(op, path, err)
+	}
+	if err := stickyRefusal(op, path, dir, st.Uid); err != nil {
+		return err
+	}
+	if me != 0 {
+		return ownerRefused(op, path, owner{uid: st.Uid, gid: st.Gid}, true, syscall.EPERM)
+	}
+	return nil
+}
+
+// euid is the process's effective uid, asked once: a process that changes
+// it later (a daemon dropping root) gets a stale answer from
+// replaceRefusal only, whose refusal own still gives in full.
+var euid = sync.OnceValue(os.Geteuid)
 
 // ownerRefused is the error of a replace that cannot give its successor
 // the predecessor's owner (byUid) or group.

@@ -186,8 +186,12 @@ func (h *Held) stateFile() string { return strings.TrimSuffix(h.l.lockPath, lock
 // successor's owner comes from this capture instead of another lstat of
 // the name (the lock keeps every writer that honours it out between the
 // two).
+//
+// A state file the write could never replace because of its owner
+// (another uid's in a shared sticky directory, say: planted) is refused
+// here, unread, before fn is called for nothing (Dir.CaptureReplaceable).
 func readState(d *exactfs.Dir, name string) (data []byte, perm fs.FileMode, id exactfs.Identity, err error) {
-	data, id, err = d.Capture(name)
+	data, id, err = d.CaptureReplaceable(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0o600, exactfs.Identity{}, nil
 	}
