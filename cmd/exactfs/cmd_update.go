@@ -92,10 +92,7 @@ func runUpdate(e *env, opts any, args []string) error {
 		stopNotice()
 		ran = true
 		if err := withParent(stateFile, func(d *exactfs.Dir, name string) error {
-			if err := refuseHardLink(d, name, "update", stateFile); err != nil {
-				return err
-			}
-			return refuseForeignOwner(d, name, "update", stateFile)
+			return refuseHardLink(d, name, "update", stateFile)
 		}); err != nil {
 			return nil, err
 		}
@@ -125,6 +122,12 @@ func runUpdate(e *env, opts any, args []string) error {
 	case !ran:
 		if ierr := relay.interruptedWhileWaiting(e, commands["update"], stateFile); ierr != nil {
 			return ierr
+		}
+		if lockFailed(err) == nil {
+			// The lock was taken, and the state file refused before it
+			// was read (statelock.Update: one its write could never
+			// replace, another uid's planted in /tmp, say).
+			err = fmt.Errorf("%w; CMD was not run", err)
 		}
 		return lockFailure(err, f)
 	case errors.As(err, &cf):
