@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,6 @@ func childHold() error {
 	if err != nil {
 		return err
 	}
-	_ = h // held until the process is killed
 	p := os.Getenv("STATELOCK_READY")
 	if err := os.WriteFile(p+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
@@ -39,6 +39,7 @@ func childHold() error {
 		return err
 	}
 	time.Sleep(time.Hour)
+	runtime.KeepAlive(h) // held (its handle open: no finalizer closes it) until the process is killed
 	return nil
 }
 
