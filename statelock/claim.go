@@ -32,6 +32,11 @@ func (l *locker) takeClaim() (c *heldRecord, busy *contention, err error) {
 		if err == nil {
 			break
 		}
+		if transientBusy(err) {
+			// A claim directory a peer has just removed while a handle
+			// keeps it (delete-pending): busy, as the reference reads it.
+			return nil, &contention{reason: ReasonTransitionClaimTimeout, holder: "the transition claim (" + busyHolder + ")"}, nil
+		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, nil, &initError{err}
 		}

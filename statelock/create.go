@@ -191,7 +191,7 @@ func lockOrPlain(f *os.File, rec *Record) (*Record, error) {
 	}
 	if errors.Is(err, errOFDUnsupported) {
 		plain := *rec
-		plain.PidfdIno, plain.PidNS, plain.BootID, plain.OfdSlot = 0, 0, "", 0
+		plain.PidfdIno, plain.PidNS, plain.BootID, plain.OfdSlot, plain.KernelLock = 0, 0, "", 0, false
 		return &plain, nil
 	}
 	return rec, err

@@ -142,7 +142,12 @@
 //   - A process that exits while it keeps the lock (sticky, no ReleaseKept)
 //     holds off TypeScript peers until its parent reaps it.
 //   - Waiters' order: advisory, among exactfs processes only.
-//   - Windows: every call refuses and creates nothing.
+//   - Windows: every call refuses and creates nothing. The Windows path
+//     (create-new records, mkdir claims, the holder's LockFileEx on bytes
+//     2^39 to 2^40 of F.lock with "kernel_lock" in its record, sharing
+//     violations as contention, a reclaim guard on the sidecar) is built
+//     and tested under Wine behind internal/sys's switch, which programs
+//     keep off until the rest of the port is proved.
 //
 // What a cycle costs, call by call, and why each call is there:
 // bench/COSTS.md in the repository; how waiters sleep and wake: package

@@ -10,17 +10,21 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/testfs"
 	"github.com/exactfs/exactfs/liveness"
 )
 
-// TestWindowsLockFailsClosed: until the Windows port lands (issue 22),
-// Lock, TryLock, With, Update, Inspect and Recover must refuse on Windows
-// and create nothing: no lock record, no sidecar, no claim directory, no
-// config root or secret, and the state file unchanged. Each runs twice:
-// with a config root (the host identity step refuses first) and with a
-// fixed host identity (so the lock's own file steps are reached).
+// TestWindowsLockFailsClosed: with internal/sys's gate shut, as it is in
+// every program until the Windows port is done (issue 22), Lock, TryLock,
+// With, Update, Inspect and Recover must refuse on Windows and create
+// nothing: no lock record, no sidecar, no claim directory, no config root
+// or secret, and the state file unchanged. Each runs twice: with a config
+// root (the host identity step refuses first) and with a fixed host
+// identity (so the lock's own file steps are reached). This test binary
+// opens the gate (main_windows_test.go), so the test shuts it again.
 func TestWindowsLockFailsClosed(t *testing.T) {
+	t.Cleanup(sys.CloseGateForTest())
 	for _, mode := range []string{"config-root", "fixed-host"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()

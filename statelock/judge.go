@@ -78,7 +78,8 @@ func judgedHost(r *Record) string {
 // evidence fields, from this host (current or legacy id, in owner_host_id
 // or, for a holder in another pid namespace, pidns_host_id) and this boot
 // (the same kernel, whose lock table is the one asked), on a platform and
-// filesystem that answer F_OFD_GETLK. The pid namespace does not matter
+// filesystem that answer F_OFD_GETLK (kernelRule says which records; on
+// Windows, those that claim the LockFileEx attestation, ofd_windows.go). The pid namespace does not matter
 // here: every namespace of one kernel shares its lock table, and the
 // question is about the very inode the bytes were read from.
 //
@@ -88,7 +89,7 @@ func judgedHost(r *Record) string {
 // forged, and a forged record is no one's live lock; the kernel's "no
 // lock" is the same proof whichever key named the host.
 func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
-	if !ofdSupported || f == nil || !r.Kernel() || r.BootID == "" || r.BootID != l.self.BootID {
+	if !kernelAttest || f == nil || !kernelRule(r, l.self.BootID) {
 		return verdict{}, false
 	}
 	if h := r.Host(); h == "" || !l.host.IsLocal(h) {
@@ -107,7 +108,8 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 		}
 		return verdict{liveness.Judgement{Verdict: liveness.Dead, Reason: "no lock on the holder's kernel slot: its descriptor is gone"}, ""}, true
 	}
-	// The holder's range [0, queueBase) is the attestation's.
+	// The holder's range [0, queueBase) is the attestation's (on Windows
+	// [2^39, 2^40), beyond the record: liveness/attest_windows.go).
 	k, ok := liveness.Attested(f)
 	if !ok {
 		return verdict{}, false

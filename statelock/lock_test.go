@@ -56,7 +56,7 @@ func TestLockUnlockCycleOnDisk(t *testing.T) {
 			t.Fatalf("%s:\n got %q\nwant %q (then spaces only)", p, b, want)
 		}
 		fi, _ := os.Lstat(p)
-		if fi.Mode() != 0o600 {
+		if fi.Mode() != recordMode {
 			t.Fatalf("%s mode %v", p, fi.Mode())
 		}
 	}
@@ -141,10 +141,13 @@ func TestWithAndUpdate(t *testing.T) {
 	if b := mustRead(t, e.state); string(b) != "xxx" {
 		t.Fatalf("state %q", b)
 	}
-	if fi, _ := os.Lstat(e.state); fi.Mode() != 0o600 {
+	if fi, _ := os.Lstat(e.state); fi.Mode() != recordMode {
 		t.Fatalf("state mode %v", fi.Mode())
 	}
 	// A symlink planted at the state file is refused, never read through.
+	if !symlinksHere(t) {
+		return
+	}
 	os.Remove(e.state)
 	os.Symlink("/etc/passwd", e.state)
 	if err := Update(context.Background(), e.state, func(old []byte) ([]byte, error) { return old, nil }, e.opts()...); err == nil {

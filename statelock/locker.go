@@ -196,6 +196,9 @@ func (l *locker) newOwner() *Record {
 		// macOS it is kern.bootsessionuuid; where the platform has none
 		// (Windows) it stays empty.
 		r.BootID = l.self.BootID
+		// On Windows the holder takes the LockFileEx attestation
+		// (ofd_windows.go), and the record says so.
+		r.KernelLock = kernelAttest
 	}
 	return r
 }

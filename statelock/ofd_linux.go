@@ -16,6 +16,16 @@ import (
 // documentation, Beyond the reference).
 const ofdSupported = true
 
+// kernelAttest: the OFD lock is the attestation (judge.go, kernelVerdict).
+const kernelAttest = ofdSupported
+
+// kernelRule reports whether a record's holder may be judged by its OFD
+// lock: it carries our evidence fields and this boot's id (the same
+// kernel, whose lock table is the one asked).
+func kernelRule(r *Record, selfBoot string) bool {
+	return r.Kernel() && r.BootID != "" && r.BootID == selfBoot
+}
+
 // errOFDConflict means another open file description holds a lock on the
 // inode: a live exactfs holder. errOFDUnsupported means the filesystem
 // takes no such locks (some FUSE and network filesystems).

@@ -1,4 +1,4 @@
-//go:build !linux || exactfs_portable
+//go:build (!linux && !windows) || exactfs_portable
 
 package statelock
 
@@ -11,6 +11,12 @@ import (
 
 // ofdSupported is false here: records are judged by the pid rules alone.
 const ofdSupported = false
+
+// kernelAttest is false here: no holder takes a kernel lock, no record
+// claims one, and kernelRule is never asked.
+const kernelAttest = false
+
+func kernelRule(*Record, string) bool { return false }
 
 var (
 	errOFDConflict    = errors.New("another descriptor holds a kernel lock on the record")

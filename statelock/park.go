@@ -2,6 +2,7 @@ package statelock
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,9 +40,16 @@ type parkedFile struct {
 const parkMax = 64
 
 // park keeps f, open on the inode key, for idle; then it is closed.
+//
+// On Windows nothing is parked: f is closed at once. There an open handle
+// keeps a deleted file's name (a legacy delete leaves it delete-pending
+// until the last handle closes), so a parked handle on a record that a
+// peer then reclaims would keep F.lock's name taken from every creator
+// (exactfs or TypeScript) for up to idle, and a person could not remove
+// the directory meanwhile.
 func park(key [2]uint64, f *os.File, idle time.Duration) {
 	parked.Lock()
-	if parked.n >= parkMax || idle <= 0 {
+	if parked.n >= parkMax || idle <= 0 || runtime.GOOS == "windows" {
 		parked.Unlock()
 		f.Close()
 		return

@@ -31,3 +31,13 @@ func kernelProvesNoWriter(t *testing.T) bool {
 	a, _ := exactfs.ProbeWriter(f)
 	return a == exactfs.AnswerNo
 }
+
+// The modes the lock's records and the directories it makes have here
+// (SPEC §4.1).
+const (
+	recordMode = os.FileMode(0o600)
+	dirPerm    = os.FileMode(0o700)
+)
+
+// symlinksHere reports whether the test may plant symlinks: always here.
+func symlinksHere(*testing.T) bool { return true }

@@ -47,7 +47,13 @@ type Record struct {
 	// (fail closed), while exactfs readers still know the host and judge
 	// the holder by its kernel lock (judge.go, kernelVerdict).
 	PidNSHostID string
-	Released    bool
+	// KernelLock (kernel_lock) says the writer holds the attestation lock
+	// on the record's file for as long as it owns it, where the lock is
+	// not an OFD lock named by the fields above: on Windows, LockFileEx
+	// on a range beyond any record's end (ofd_windows.go). Only exactfs
+	// writes it; TypeScript readers ignore it.
+	KernelLock bool
+	Released   bool
 }
 
 // Host is the host id the record names for exactfs readers: owner_host_id,
@@ -73,7 +79,7 @@ func (r *Record) Host() string {
 // a /proc that answers one and not the other. Such a record, if one
 // exists, is judged by the pid rules, which never read "no lock" as dead.
 func (r *Record) Kernel() bool {
-	return r.PidfdIno != 0 || r.PidNS != 0 || r.OfdSlot != 0
+	return r.PidfdIno != 0 || r.PidNS != 0 || r.OfdSlot != 0 || r.KernelLock
 }
 
 // Encode returns the record's exact on-disk bytes: compact JSON, keys in
@@ -115,6 +121,9 @@ func (r *Record) Encode() []byte {
 	if r.PidNSHostID != "" {
 		b = append(b, `,"pidns_host_id":`...)
 		b = jsstr.Append(b, r.PidNSHostID)
+	}
+	if r.KernelLock {
+		b = append(b, `,"kernel_lock":true`...)
 	}
 	if r.Released {
 		b = append(b, `,"released":true`...)
@@ -226,6 +235,8 @@ func parseEncoded(data []byte) (*Record, bool) {
 			ok = ok && validSlot(r.OfdSlot)
 		case "pidns_host_id":
 			r.PidNSHostID, ok = string(val), str
+		case "kernel_lock":
+			r.KernelLock, ok = true, !str && string(val) == "true"
 		case "released":
 			r.Released, ok = true, !str && string(val) == "true"
 		}
@@ -286,6 +297,7 @@ func parseRecordJSON(data []byte) (*Record, error) {
 		r.OfdSlot = n
 	}
 	jsonString(m["pidns_host_id"], &r.PidNSHostID)
+	r.KernelLock = string(bytes.TrimSpace(m["kernel_lock"])) == "true"
 	return r, nil
 }
 

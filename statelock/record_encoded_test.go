@@ -20,6 +20,12 @@ func encodedSamples() [][]byte {
 		full.Encode(),
 		append(full.Encode(), "    "...),
 		ns.Encode(),
+		// A Windows holder's record (ofd_windows.go): no start time, the
+		// attestation claimed by kernel_lock.
+		(&Record{Pid: 4120, StartTime: "unknown", Token: "t", HostID: "h", KernelLock: true}).Encode(),
+		[]byte(`{"pid":1,"start_time":"s","token":"t","kernel_lock":false}`),
+		[]byte(`{"pid":1,"start_time":"s","token":"t","kernel_lock":"true"}`),
+		[]byte(`{"pid":1,"start_time":"s","token":"t","kernel_lock":1}`),
 		(&Record{Pid: 1, StartTime: "", Token: "x", Released: true}).Encode(),
 		tombstone("tok", "host").Encode(),
 		[]byte(`{}`),

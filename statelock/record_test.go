@@ -279,6 +279,7 @@ func TestKernelNotFromBootID(t *testing.T) {
 		func(r *Record) { r.PidNS = 4026531836 },
 		func(r *Record) { r.PidfdIno = 12345 },
 		func(r *Record) { r.OfdSlot = 12345 },
+		func(r *Record) { r.KernelLock = true }, // Windows' LockFileEx attestation
 	} {
 		k := *r
 		set(&k)

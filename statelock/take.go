@@ -90,6 +90,8 @@ func (l *locker) takeRecord(name string, rec *Record, sidecar bool) (*heldRecord
 			return h, nil, nil
 		case errors.Is(err, errRecordChanged):
 			continue // published, then replaced by someone else: look again
+		case transientBusy(err):
+			return nil, &contention{reason: ReasonOwnerLive, holder: busyHolder}, nil
 		case !errors.Is(err, fs.ErrExist):
 			return nil, nil, &initError{err}
 		}
@@ -190,6 +192,13 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 	// Judged dead: err is the removal's. A successor that took the name
 	// in between keeps it; this call just loses the race and looks again.
 	if err := exactRemoved(err); err != nil {
+		if transientBusy(err) {
+			// Judged dead, but a handle without FILE_SHARE_DELETE (a
+			// scanner's, a reader's) keeps the record from being removed
+			// now: wait it out.
+			return nil, &contention{reason: ReasonOwnerLive, since: unixTime(s.id.MtimeNs),
+				holder: l.describeWho(s, v) + "; its record cannot be removed until another process lets go of it (a Windows sharing violation)"}, false, nil
+		}
 		if distrust != "" && (permissionError(err) || errors.Is(err, exactfs.ErrHardLinkUnsupported)) {
 			// The directory keeps us from replacing it (sticky, or not
 			// ours to write): refuse, naming who can clear it.
@@ -228,6 +237,8 @@ func unreadRecord(err error) (c *contention, again bool, _ error) {
 		return &contention{reason: ReasonOwnerRecordFresh, holder: "a record being written"}, false, nil
 	case leased(err):
 		return &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
+	case transientBusy(err):
+		return &contention{reason: ReasonOwnerLive, holder: busyHolder}, false, nil
 	case errors.Is(err, exactfs.ErrRecordTooLarge):
 		// Malformed at once, unread (exactfs.RecordCap): kept, as every
 		// malformed record nobody can attribute is, for a person to check.
@@ -259,10 +270,18 @@ func (l *locker) takeTombstone(name string, s *snapshot, rec *Record) (*heldReco
 		return nil, nil, true, nil
 	case unsafeType(err):
 		return nil, nil, false, &unsafeError{err}
-	case leased(err):
-		return nil, &contention{reason: ReasonOwnerLive, holder: leaseHolder}, false, nil
+	case leased(err), transientBusy(err):
+		return nil, &contention{reason: ReasonOwnerLive, holder: busyOrLeased(err)}, false, nil
 	}
 	return nil, nil, false, err
+}
+
+// busyOrLeased describes the holder of a lease or of a busy Windows name.
+func busyOrLeased(err error) string {
+	if transientBusy(err) {
+		return busyHolder
+	}
+	return leaseHolder
 }
 
 // leaseHolder describes the holder of a file lease on a lock file.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"runtime"
 	"strconv"
 
 	"github.com/exactfs/exactfs"
@@ -37,6 +38,14 @@ import (
 // its files adds nothing it could not already do; and it is what lets root
 // and a service share the service's directory (see chownForDir).
 
+// modesHere is false on Windows, which has no POSIX modes: every file
+// that is not read-only reads 0666 there and every directory 0777, the
+// reference's records included, so the mode says nothing about who may
+// write an object and the rule keeps its owner and link checks only. Who
+// may write a record there is the directory's DACL, which its records
+// inherit (the reference's too); it is not checked here.
+const modesHere = runtime.GOOS != "windows"
+
 // ReasonUntrusted: an object the lock needs is owned by another uid, has
 // extra links or the wrong mode, and cannot be replaced here.
 const ReasonUntrusted Reason = "lock_object_untrusted"
@@ -59,7 +68,7 @@ func (l *locker) distrust(st exactfs.RawStat, dir bool) string {
 	if dir {
 		want = 0o700
 	}
-	if got := st.PermBits(); got != want {
+	if got := st.PermBits(); got != want && modesHere {
 		return fmt.Sprintf("its mode is %04o, not the protocol's %04o", got, want)
 	}
 	if !dir && st.Nlink != 1 {
