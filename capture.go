@@ -30,11 +30,11 @@ func capture(d *Dir, name string) ([]byte, Identity, error) {
 }
 
 // CaptureReplaceable is Capture of name beneath d for a caller that will
-// replace it (a read-modify-write): a file that WriteFile could not
-// replace because of its owner (another uid's, in a shared sticky
-// directory or for a caller that is not root: see WriteFile) is refused
-// with the error WriteFile would give, from the descriptor's own stat,
-// before a byte of it is read. Without it the caller reads the file,
+// replace it (a read-modify-write): a file that WriteFile would refuse to
+// replace because of its owner in a shared sticky directory (another
+// uid's file there, planted perhaps, for any caller: see WriteFile) is
+// refused with the error WriteFile would give, from the descriptor's own
+// stat, before a byte of it is read. Without it the caller reads the file,
 // perhaps a gigabyte another user planted, and computes its successor for
 // nothing.
 func (d *Dir) CaptureReplaceable(name string) ([]byte, Identity, error) {

@@ -157,36 +157,27 @@ func stickyRefusal(op, path string, dir sys.Stat, uid uint32) error {
 }
 
 // replaceRefusal is the refusal that own would give, because of its owner,
-// to a replace of the file whose stat is st beneath the directory dirfd
-// (another uid's file: for any caller in a shared sticky directory, else
-// for a caller that is not root), decided before anything is staged or
-// read (CaptureReplaceable); nil when own would keep the owner. The group
-// is left to own, which tells a group the caller is not in. Windows has no
-// uids to keep.
+// to a replace of the file whose stat is st beneath the directory dirfd,
+// when it can be told before anything is staged or read
+// (CaptureReplaceable): another uid's file in a shared sticky directory
+// (sharedSticky), for any caller. Whether a caller that is not root may
+// give a successor the file's owner is left to own, which asks the kernel:
+// the uid a file reads as (an NFS export that squashes every uid, a vfat
+// or sshfs mount with uid=) need not be the caller's, although the files
+// the caller makes there read the same. Windows has no uids to keep.
 func replaceRefusal(op, path string, dirfd int, st sys.Stat) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	me := euid()
-	if st.Uid == uint32(me) {
+	if runtime.GOOS == "windows" || st.Uid == uint32(euid()) {
 		return nil
 	}
 	dir, err := sys.Fstat(dirfd)
 	if err != nil {
 		return wrap(op, path, err)
 	}
-	if err := stickyRefusal(op, path, dir, st.Uid); err != nil {
-		return err
-	}
-	if me != 0 {
-		return ownerRefused(op, path, owner{uid: st.Uid, gid: st.Gid}, true, syscall.EPERM)
-	}
-	return nil
+	return stickyRefusal(op, path, dir, st.Uid)
 }
 
-// euid is the process's effective uid, asked once: a process that changes
-// it later (a daemon dropping root) gets a stale answer from
-// replaceRefusal only, whose refusal own still gives in full.
+// euid is the process's effective uid, asked once: replaceRefusal's only
+// use of it is to skip its directory stat for the caller's own files.
 var euid = sync.OnceValue(os.Geteuid)
 
 // ownerRefused is the error of a replace that cannot give its successor
