@@ -343,6 +343,15 @@ func TestVerdictReferenceRecordFromNestedPidNamespace(t *testing.T) {
 		ref := e.Owner(testHost.ID)
 		ref.PidNS, ref.PidfdIno, ref.StartTimeFormat = 0, 0, "" // as the reference writes it
 		expect(t, judge(ref), Unknown, "nested pid namespace")
+		// A waiter asks at every attempt: the owner found is looked at
+		// again alone, /proc is not walked again.
+		scans := nestedScans.Load()
+		for range 20 {
+			expect(t, judge(ref), Unknown, "nested pid namespace")
+		}
+		if n := nestedScans.Load() - scans; n != 0 {
+			t.Errorf("20 more judgements of the same live record walked /proc %d times, want 0", n)
+		}
 		older := e.Owner(testHost.ID) // an exactfs record from before pid_ns
 		older.PidNS, older.PidfdIno = 0, 0
 		expect(t, judge(older), Unknown, "nested pid namespace")

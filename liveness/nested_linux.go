@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // nestedOwner reports whether a process that lives in a pid namespace
@@ -30,6 +32,20 @@ func nestedOwner(pid int, startTime string) (bool, error) {
 	if !procIsOurs() {
 		return false, errForeignProc
 	}
+	want := []byte(strconv.Itoa(pid))
+	// A waiter behind a live nested owner asks again at every attempt:
+	// the process found last time is looked at first, one process instead
+	// of all of them.
+	lastNested.Lock()
+	last := lastNested.found
+	if lastNested.pid != pid || lastNested.start != startTime {
+		last = 0
+	}
+	lastNested.Unlock()
+	if last != 0 && isNestedOwner(last, want, startTime) {
+		return true, nil
+	}
+	nestedScans.Add(1)
 	d, err := os.Open("/proc")
 	if err != nil {
 		return false, err
@@ -39,34 +55,49 @@ func nestedOwner(pid int, startTime string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("liveness: list /proc: %w", err)
 	}
-	want := []byte(strconv.Itoa(pid))
 	for _, name := range names {
 		p, err := strconv.Atoi(name)
-		if err != nil || p <= 0 {
+		if err != nil || p <= 0 || !isNestedOwner(p, want, startTime) {
 			continue
 		}
-		// A process that exits meanwhile is no candidate; a status that
-		// cannot be read (hidepid) is another user's, whom kill(2) would
-		// have answered EPERM for in its own namespace: not ours to find.
-		b, err := os.ReadFile("/proc/" + name + "/status")
-		if err != nil {
-			continue
-		}
-		if !innermostPid(b, want) {
-			continue
-		}
-		switch err := sameProcClock(p); {
-		case errors.Is(err, errOtherTimeNS):
-			return true, nil
-		case err != nil:
-			continue
-		}
-		st, err := readProcStat(p)
-		if err == nil && st.StartTime == startTime {
-			return true, nil
-		}
+		lastNested.Lock()
+		lastNested.pid, lastNested.start, lastNested.found = pid, startTime, p
+		lastNested.Unlock()
+		return true, nil
 	}
 	return false, nil
+}
+
+// nestedScans counts nestedOwner's walks of /proc (for its tests).
+var nestedScans atomic.Int64
+
+// lastNested is the process (our pid) nestedOwner found last, for the
+// recorded pid and start time it was asked about.
+var lastNested struct {
+	sync.Mutex
+	pid   int
+	start string
+	found int
+}
+
+// isNestedOwner reports whether our process p lives in a nested pid
+// namespace as want (its innermost pid), with the start time startTime or
+// in another time namespace (see nestedOwner). A process that exits
+// meanwhile is none; a status that cannot be read (hidepid) is another
+// user's, whom kill(2) would have answered EPERM for in its own namespace.
+func isNestedOwner(p int, want []byte, startTime string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
+	if err != nil || !innermostPid(b, want) {
+		return false
+	}
+	switch err := sameProcClock(p); {
+	case errors.Is(err, errOtherTimeNS):
+		return true
+	case err != nil:
+		return false
+	}
+	st, err := readProcStat(p)
+	return err == nil && st.StartTime == startTime
 }
 
 // innermostPid reports whether status (the bytes of /proc/<pid>/status)
