@@ -150,7 +150,6 @@ func TestAdversaryRootNewFileNoted(t *testing.T) {
 // whatever its host id (a random 128-bit boot id is never another
 // machine's; a container shares the kernel, its OFD locks included).
 func TestAdversaryKilledOneOffOfAnotherConfigRoot(t *testing.T) {
-	t.Skip("defect: a holder killed under another config root on this host (root's one-off in a service's directory) is 'alive (foreign host)' for the service forever, though its boot_id is this boot's and its kernel slot is free; fix belongs in statelock/liveness")
 	dir := t.TempDir()
 	rootCfg := filepath.Join(dir, "root-config")
 	if err := os.Mkdir(rootCfg, 0o700); err != nil {
