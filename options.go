@@ -12,6 +12,25 @@ type writeOptions struct {
 	// prev is the caller's capture of the file WriteFile replaces (see
 	// Predecessor); nil: WriteFile lstats the name.
 	prev *Identity
+	// dirOwner: a new file is the directory owner's (DirOwnerForNewFile).
+	dirOwner bool
+}
+
+// DirOwnerForNewFile makes WriteFile give a file that did not exist at the
+// name (nothing there to keep the owner of) to the owner and group of its
+// directory, when the caller is root and the directory is another uid's.
+// It is the rule the state lock applies to the records it makes beside the
+// file (statelock's chownForDir) carried to the state file itself: root's
+// one-off Update of a state file a service has not written yet, in the
+// service's directory, otherwise left a root-owned 0600 file there that the
+// service could neither read nor update, while the lock beside it was the
+// service's. Giving it to the directory's owner gives it to no one new:
+// that owner can already remove or replace any file there, and in a shared
+// sticky directory (/tmp) owned by root nothing changes. A file that exists
+// keeps its own owner as WriteFile says; a caller that is not root is
+// unaffected (a new file is its own, as with os.WriteFile).
+func DirOwnerForNewFile() WriteOption {
+	return func(o *writeOptions) { o.dirOwner = true }
 }
 
 // ExactPerm makes Publish and WriteFile give the new file exactly perm,

@@ -684,7 +684,26 @@ func openRegular(op, path string, dirfd int, base string, flag int, perm fs.File
 // component never leads the creation elsewhere: it is refused before
 // anything is made. A directory that exists already, path included, is
 // left as it is; one made by someone else meanwhile is used, not refused.
-func MkdirAll(path string, perm fs.FileMode) error {
+func MkdirAll(path string, perm fs.FileMode) error { return mkdirAll(path, perm, false) }
+
+// MkdirAllForParentOwner is MkdirAll for a caller that runs as root on
+// behalf of the owners of the tree it works in (the state lock's
+// WithMakeDir, the exactfs command's --mkdir): each directory it makes is
+// given to the owner and group of the directory it is made in, unless that
+// parent is root's. A directory root made in a user's tree was root's,
+// 0700: everything a lock then made in it was root's too (the lock gives
+// its objects to their directory's owner), and the user's own processes
+// were locked out for good. Only a directory this call made is given
+// away, and only while it is still what mkdir made (root's, empty, its
+// two links, checked through the descriptor the chown goes through): a
+// directory someone else put at the name meanwhile is used as it is and
+// never chowned. For a caller that is not root (or where there are no
+// uids) it is MkdirAll.
+func MkdirAllForParentOwner(path string, perm fs.FileMode) error {
+	return mkdirAll(path, perm, os.Geteuid() == 0)
+}
+
+func mkdirAll(path string, perm fs.FileMode, give bool) error {
 	abs, comps, err := splitPath("mkdir", path)
 	if err != nil {
 		return err
@@ -714,15 +733,42 @@ func MkdirAll(path string, perm fs.FileMode) error {
 	}
 	defer func() { d.Close() }()
 	for _, c := range comps[n:] {
-		if err := d.Mkdir(c, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		err := d.Mkdir(c, perm)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
+		made := err == nil
 		next, err := d.OpenDir(c)
 		if err != nil {
 			return err
+		}
+		if made && give {
+			if err := giveToParentOwner(d, next); err != nil {
+				next.Close()
+				return err
+			}
 		}
 		d.Close()
 		d = next
 	}
 	return nil
+}
+
+// giveToParentOwner gives child, a directory root has just made in parent,
+// to parent's owner and group (MkdirAllForParentOwner), when parent is not
+// root's and child is still root's and empty (two links: a directory
+// someone swapped in, or one already holding entries, is left alone).
+func giveToParentOwner(parent, child *Dir) error {
+	p, err := parent.StatRaw()
+	if err != nil || p.Uid == 0 {
+		return err
+	}
+	st, err := child.StatRaw()
+	if err != nil {
+		return err
+	}
+	if st.Uid != 0 || st.Nlink != 2 {
+		return nil
+	}
+	return child.Chown(int(p.Uid), int(p.Gid))
 }

@@ -629,6 +629,12 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 			return Identity{}, typeError(op, path, st.Mode, "a regular file")
 		}
 		prev = ownerOf(st)
+	} else if o.dirOwner && errors.Is(err, fs.ErrNotExist) && os.Geteuid() == 0 {
+		// Nothing to keep the owner of: the directory owner's, for root
+		// in another uid's directory (DirOwnerForNewFile).
+		if dst, err := sys.Fstat(p.fd); err == nil && dst.Uid != 0 {
+			prev = ownerOf(dst)
+		}
 	}
 	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, o.perm(perm), prev)
 	if err != nil {

@@ -151,7 +151,7 @@ func (t *groupTxn) Read() ([]byte, error) {
 func (t *groupTxn) Commit(next []byte, released func()) (writeErr, releaseErr error) {
 	return t.h.writeAndRelease(func(wopts ...exactfs.WriteOption) error {
 		// The old file's mode, kept exactly, as a lone Update keeps it.
-		_, err := t.h.l.dir.WriteFile(t.h.l.base, next, t.perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(t.prev))...)
+		_, err := t.h.l.dir.WriteFile(t.h.l.base, next, t.perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(t.prev), exactfs.DirOwnerForNewFile())...)
 		return err
 	}, released)
 }

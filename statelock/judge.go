@@ -92,10 +92,24 @@ func (l *locker) kernelVerdict(r *Record, f *os.File) (verdict, bool) {
 	if !kernelAttest || f == nil || !kernelRule(r, l.self.BootID) {
 		return verdict{}, false
 	}
-	if h := r.Host(); h == "" || !l.host.IsLocal(h) {
+	if h := r.Host(); (h == "" || !l.host.IsLocal(h)) && r.OfdSlot == 0 {
 		return verdict{}, false
 	}
 	if r.OfdSlot != 0 {
+		// The host id does not gate a slot record (kernelRule has already
+		// required this boot's id). A boot id is 128 random bits the
+		// kernel draws once per boot: no other machine and no earlier
+		// boot of this one has it, so the record was written on this
+		// running kernel, and its slot lock, if its writer holds it, is
+		// in the very lock table slotHeldOn asks (through f, the inode the
+		// bytes came from). Another config root, or a container with its
+		// own machine id, gives another host id on the same kernel (root's
+		// one-off exactfs lock in a service's directory): judged by the
+		// host id, its holder stayed "alive (foreign host)" for good once
+		// SIGKILLed. A record from another machine carrying our boot id
+		// is forged, and a forged record is no one's live lock. Records
+		// with another or no boot id keep the host rule (kernelRule
+		// refuses them); a TypeScript record has no slot.
 		// A kernel slot (SPEC §4.8.1): its byte alone attests the
 		// holder; any other lock on the inode (a taker's, a waiter's) says
 		// nothing about this one.

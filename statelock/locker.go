@@ -129,14 +129,17 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	// after the open below found the directory missing is refused, never
 	// made through). The directory nearly always exists: open it first, and
 	// make it only when the open says it is missing (one lstat fewer per
-	// call than looking first).
+	// call than looking first). Run as root in another user's tree, each
+	// directory made is given to the owner of the directory it is made in
+	// (exactfs.MkdirAllForParentOwner: the rule chownForDir applies to the
+	// lock's own objects), or the user would be locked out of it.
 	d, err := exactfs.OpenDir(dirPath)
 	if create && errors.Is(err, os.ErrNotExist) {
 		if !c.makeDir {
 			return fail(noDirectory(dirPath, stateFile, err))
 		}
 		hook.Fire(hook.LockDirMissing, dirPath)
-		if err := exactfs.MkdirAll(dirPath, 0o700); err != nil {
+		if err := exactfs.MkdirAllForParentOwner(dirPath, 0o700); err != nil {
 			return fail(err)
 		}
 		d, err = exactfs.OpenDir(dirPath)

@@ -3,6 +3,7 @@ package statelock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
@@ -114,6 +115,9 @@ func (l *locker) firstHold() bool {
 // returns why r is kept, or "" when it was removed (or, without remove,
 // may be).
 func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
+	if keep := l.prejudgeResidue(r); keep != "" {
+		return keep
+	}
 	judged := false
 	// Residue of the state file is a copy of it, of any size.
 	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true, AnySize: true}
@@ -137,6 +141,58 @@ func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 		return "not a regular file"
 	}
 	return "cannot be opened or read exactly: " + err.Error()
+}
+
+// residueFloor is the least size bound of residue the sweep reads
+// (residueBound).
+const residueFloor = 64 << 20
+
+// residueBound is the largest staging or temp file of F the sweep will
+// capture: a writer's residue is a copy of a version of F, or a record, so
+// nothing we write is much larger than F is now unless F shrank. The bound
+// is four times F's current size, and never less than residueFloor (an
+// update that shrank F a lot, a TypeScript peer's larger version). A
+// larger file is kept and reported, unread: the sweep runs under the lock,
+// and reading another writer's gigabyte there would hold every process of
+// F behind it.
+func (l *locker) residueBound() int64 {
+	bound := int64(residueFloor)
+	if st, err := l.dir.LstatRaw(l.base); err == nil && st.Size > bound/4 {
+		bound = 4 * st.Size
+	}
+	return bound
+}
+
+// prejudgeResidue keeps r on what an lstat already says, before a byte of
+// it is read: another user's file (kept whatever its bytes: trust.go), a
+// hard link, anything but a regular file, or a file larger than
+// residueBound. Capturing first let another uid's planted 1 GiB sparse
+// file named like our staging residue be read whole under the lock by
+// every process's first acquisition (22 s and 2.6 GB per update). Keeping
+// is always safe; a file that passes here is judged again, on the
+// captured descriptor (judgeStateResidue), so a file that changes between
+// the lstat and the capture gains nothing.
+func (l *locker) prejudgeResidue(r Residue) string {
+	st, err := l.dir.LstatRaw(r.Name)
+	if err != nil {
+		return "" // the capture reports it (not_found, ...)
+	}
+	if why := l.foreignOwner(st.Uid); why != "" {
+		return why + ": another user's file is never removed (trust.go), nor read"
+	}
+	switch {
+	case st.Mode&fs.ModeSymlink != 0:
+		return "a symlink: never followed or removed"
+	case !st.Mode.IsRegular():
+		return "not a regular file"
+	case st.Nlink != 1:
+		return fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", st.Nlink)
+	}
+	if b := l.residueBound(); st.Size > b {
+		return fmt.Sprintf("%d bytes, larger than anything a writer of this state file leaves (at most %d: four times the state file, at least %d MiB); "+
+			"not read under the lock: remove it by hand once you know its writer is gone", st.Size, b, residueFloor>>20)
+	}
+	return ""
 }
 
 // judgeStateResidue proves what it can about r, captured as c (its bytes

@@ -47,7 +47,6 @@ func rchar(t *testing.T) int64 {
 // judge foreignFile and nlink on an fstat before the capture, and skip the
 // capture for a file that will be kept.
 func TestAdversaryPlantedHugeResidueNotRead(t *testing.T) {
-	t.Skip("defect: the first acquisition's residue sweep reads another uid's planted 1 GiB staging file whole under the lock (22 s, 2.6 GB per exactfs update); fix belongs in statelock")
 	testfs.RequireRoot(t)
 	e := newEnv(t)
 	if err := syscall.Chmod(e.dir, 0o1777); err != nil {
@@ -79,5 +78,50 @@ func TestAdversaryPlantedHugeResidueNotRead(t *testing.T) {
 	}
 	if read > 32<<20 {
 		t.Errorf("one acquisition read %d MB: the sweep read another uid's planted residue", read>>20)
+	}
+}
+
+// TestOversizedOwnResidueKeptUnread: a staging file of F that is our own
+// but larger than anything a writer of F leaves (residueBound: four times
+// F, at least 64 MiB) is kept and reported, not read under the lock. On
+// the old code the sweep captured it whole (and removed it).
+func TestOversizedOwnResidueKeptUnread(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(e.state, []byte("small"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(e.dir, ".state.json.00000002-0000-4000-8000-000000000000.replacement")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(residueFloor + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before := rchar(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := rchar(t) - before
+	res := h.Residue()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(big); err != nil {
+		t.Fatalf("the oversized residue is gone: %v", err)
+	}
+	if read > 32<<20 {
+		t.Errorf("one acquisition read %d MB of an oversized residue", read>>20)
+	}
+	found := false
+	for _, r := range res {
+		if filepath.Base(big) == r.Name && !r.Removed && strings.Contains(r.Note, "larger than anything a writer") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the oversized residue is not reported as kept for its size: %+v", res)
 	}
 }

@@ -34,7 +34,6 @@ func uidOf(t *testing.T, p string) uint32 {
 // Reproduce as root: mkdir d; chown 4311 d; exactfs update d/s.json -- echo x;
 // then as uid 4311: exactfs update d/s.json -- cat  → exit 74.
 func TestAdversaryRootUpdateNewFileIsTheDirOwners(t *testing.T) {
-	t.Skip("defect: root's Update of a new state file in another user's directory creates it root-owned (its lock records are the directory owner's); fix belongs in statelock")
 	testfs.RequireRoot(t)
 	e := newEnv(t)
 	if err := os.Chown(e.dir, rootAdversaryUID, rootAdversaryUID); err != nil {
@@ -58,7 +57,6 @@ func TestAdversaryRootUpdateNewFileIsTheDirOwners(t *testing.T) {
 // makes them itself, cmd/exactfs/mkdir_unix.go; library callers still get
 // root's.)
 func TestAdversaryRootMakeDirIsTheParentOwners(t *testing.T) {
-	t.Skip("defect: WithMakeDir as root makes root-owned 0700 directories under another user's directory, locking the user out; fix belongs in statelock (openLocker's MkdirAll)")
 	testfs.RequireRoot(t)
 	e := newEnv(t)
 	if err := os.Chown(e.dir, rootAdversaryUID, rootAdversaryUID); err != nil {

@@ -202,3 +202,73 @@ func TestSlotAbsentWithoutSlots(t *testing.T) {
 		t.Fatalf("a slot lock beside a whole-range holder: %v, want a conflict", err)
 	}
 }
+
+// TestSlotJudgeSameBootForeignHost: a slot record written on this running
+// kernel (this boot's boot_id) under another host id (another config root
+// on this machine: root's one-off exactfs lock in a service's directory)
+// is judged by its slot, like any record of this boot: free means dead,
+// held means alive. The host rule still stands for what the kernel cannot
+// vouch for: the same record with another boot's id or none, and a
+// TypeScript record (no slot), stay alive (foreign host). On the old code
+// the free slot under a foreign host id read as alive (foreign host).
+func TestSlotJudgeSameBootForeignHost(t *testing.T) {
+	n := requireSlot(t)
+	e := newEnv(t)
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	base := l.lockOwner()
+	if base.OfdSlot != n || base.BootID == "" {
+		t.Fatalf("lockOwner: ofd_slot %d boot %q", base.OfdSlot, base.BootID)
+	}
+	foreign := "f" + strings.Repeat("0", len(base.Host())-1)
+	if l.host.IsLocal(foreign) {
+		t.Fatalf("%s is local", foreign)
+	}
+	judge := func(rec *Record) verdict {
+		t.Helper()
+		if err := os.WriteFile(e.lock, rec.Encode(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, s, err := l.openCapture(l.lockName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return l.judgeRecord(s, f)
+	}
+	rec := *base
+	rec.HostID, rec.PidNSHostID = foreign, ""
+	rec.OfdSlot = n + 11 // nobody holds it
+	if v := judge(&rec); !v.dead() {
+		t.Fatalf("this boot's record under another host id, its slot free: %v, want dead", v)
+	}
+	other, err := os.Open(e.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := slotLock(other.Fd(), n+11); err != nil {
+		t.Fatal(err)
+	}
+	if v := judge(&rec); v.dead() {
+		t.Fatalf("this boot's record under another host id, its slot held: %v, want alive", v)
+	}
+	other.Close()
+	for name, boot := range map[string]string{"another boot": "0b5e6c3a-1111-2222-3333-444455556666", "no boot id": ""} {
+		r := rec
+		r.BootID = boot
+		if v := judge(&r); v.Verdict != liveness.Alive || !strings.Contains(v.Reason, "foreign host") {
+			t.Errorf("%s, another host id, a free slot: %v, want alive (foreign host)", name, v)
+		}
+	}
+	ts, err := ParseRecord(tsStyleRecord(t, os.Getpid(), foreign))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := judge(ts); v.Verdict != liveness.Alive || !strings.Contains(v.Reason, "foreign host") {
+		t.Errorf("a TypeScript record of another host: %v, want alive (foreign host)", v)
+	}
+}

@@ -167,8 +167,12 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 		return emptyResult(h.stateFile())
 	}
 	// perm is the old file's mode (or 0600 for a new one), kept exactly:
-	// a umask must not change who may read state that exists.
-	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(id))...)
+	// a umask must not change who may read state that exists. A new file
+	// run as root in another uid's directory is that uid's, as the lock's
+	// records beside it are (chownForDir; exactfs.DirOwnerForNewFile):
+	// root-owned 0600, it locked the directory's owner out of its own
+	// state.
+	_, err = d.WriteFile(name, next, perm, append(wopts, exactfs.ExactPerm(), exactfs.Predecessor(id), exactfs.DirOwnerForNewFile())...)
 	return err
 }
 

@@ -124,7 +124,7 @@ func runWrite(e *env, opts any, args []string) error {
 			if err := refuseHardLink(d, name, "write", path); err != nil {
 				return err
 			}
-			id, err = d.WriteFile(name, data, o.perm(d, name), exactfs.ExactPerm())
+			id, err = d.WriteFile(name, data, o.perm(d, name), exactfs.ExactPerm(), exactfs.DirOwnerForNewFile())
 		}
 		return err
 	})

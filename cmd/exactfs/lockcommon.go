@@ -334,10 +334,11 @@ func prepareStateFile(stateFile string, mkdir bool) (string, error) {
 }
 
 // checkStateDir refuses a state file whose directory is missing, unless
-// mkdir is set (the library then creates it, owner-only).
+// mkdir is set (the library then creates it, owner-only; run as root, each
+// directory it makes goes to the owner of the directory it is made in:
+// exactfs.MkdirAllForParentOwner, through statelock.WithMakeDir).
 func checkStateDir(stateFile string, mkdir bool) error {
 	if mkdir {
-		makeStateDirForOwner(stateFile)
 		return nil
 	}
 	d, _, err := openParent(stateFile)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -78,6 +79,11 @@ func dryRunPlan(r result) []string {
 // TestHolderUnderAnotherConfigRoot: a holder killed while it used another
 // config root (here GJC_CONFIG_ROOT, as a TypeScript peer or a sudo run
 // would) is named, judged with that root's id, and reclaimed by recover.
+// A Go holder's record with a kernel slot of this boot is judged by the
+// slot whatever its host id (statelock judge.go), so it is stale under
+// this root at once; the rest runs on the same record without its
+// ofd_slot (as a holder on a kernel without pidfs writes it), which only
+// the host id can judge.
 func TestHolderUnderAnotherConfigRoot(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(t.TempDir(), "gjc")
@@ -85,6 +91,20 @@ func TestHolderUnderAnotherConfigRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedHolder(t, dir, "s", "--config-root", other)
+	lock := filepath.Join(dir, "s.lock")
+	b, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := regexp.MustCompile(`,"ofd_slot":[0-9]+`)
+	if slot.Match(b) {
+		if st := statusOf(t, dir, "s"); st.Lock != "stale" {
+			t.Fatalf("a killed holder's slot record of this boot under another config root: %+v, want stale", st)
+		}
+		if err := os.WriteFile(lock, slot.ReplaceAll(b, nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Without a hint at the other root: another host, respected.
 	st := statusOf(t, dir, "s")

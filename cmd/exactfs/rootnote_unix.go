@@ -8,13 +8,14 @@ import (
 )
 
 // noteRootOwned tells root, after its update or write of path, when path is
-// root's but its directory is another user's: the library gives a new file
-// to whoever creates it (as open(2) does), so root's one-off update or
-// write of a state file that did not exist yet leaves a root-owned 0600 file
-// in the user's directory, which the user's own processes can then neither
-// read nor update (exit 74), while the lock's records beside it are the
-// user's. exactfs does not chown it by itself (the library's rule for a new
-// file stands); it says so, with the command that fixes it.
+// root's but its directory is another user's. A new file is no longer left
+// so: update and write give it to the directory's owner
+// (exactfs.DirOwnerForNewFile), as the lock's records beside it are. What
+// the note still catches is a file that was root's already (a replace
+// keeps its predecessor's owner, and exactfs does not hand root's file to
+// anyone by itself), or one made by write --no-replace: the user's
+// processes can then neither read nor update it (exit 74), so root is told,
+// with the command that fixes it.
 func noteRootOwned(e *env, cmd, path string) {
 	if os.Geteuid() != 0 {
 		return
