@@ -15,8 +15,12 @@ import (
 // of it is open and the kernel drops it when the last one goes, however
 // its holder dies. ErrWouldBlock: another open file description holds a
 // conflicting lock. ErrUnsupported: the filesystem takes no such locks.
-func OFDLock(fd int, start, length int64) error {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: start, Len: length}
+func OFDLock(fd int, start, length int64) error { return ofdSetLock(fd, unix.F_WRLCK, start, length) }
+
+// ofdSetLock takes an OFD lock of type typ (F_WRLCK, F_RDLCK) without
+// waiting, its errors sorted into ErrWouldBlock and ErrUnsupported.
+func ofdSetLock(fd int, typ int16, start, length int64) error {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: start, Len: length}
 	err := retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk) })
 	switch err {
 	case unix.EAGAIN, unix.EACCES:
@@ -44,15 +48,7 @@ func OFDHeld(fd int, start, length int64) (held, known bool) {
 // ones. fd must be open for reading. ErrWouldBlock and ErrUnsupported mean
 // what they mean for OFDLock.
 func OFDSharedLock(fd int, start, length int64) error {
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: start, Len: length}
-	err := retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk) })
-	switch err {
-	case unix.EAGAIN, unix.EACCES:
-		return ErrWouldBlock
-	case unix.ENOLCK, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOSYS:
-		return ErrUnsupported
-	}
-	return err
+	return ofdSetLock(fd, unix.F_RDLCK, start, length)
 }
 
 // OFDQuery asks which lock, if any, another open file description holds
