@@ -5,8 +5,6 @@ package statelock
 import (
 	"errors"
 	"os"
-
-	"github.com/exactfs/exactfs"
 )
 
 // ofdSupported is false here: records are judged by the pid rules alone.
@@ -32,14 +30,3 @@ func ofdUnlock(*os.File) {}
 
 // ofdHeld cannot answer here.
 func ofdHeld(*os.File) (held, known bool) { return false, false }
-
-// probe and probeLocks have no kernel locks to ask about here.
-type probeFd struct {
-	fd  int
-	ino uint64
-}
-
-func (l *locker) openProbe(string) probeFd                     { return probeFd{fd: -1} }
-func (l *locker) lookProbe(string) (exactfs.LockFD, func())    { return -1, nil }
-func (p probeFd) close()                                       {}
-func (l *locker) probeLocks(string, func(exactfs.LockFD)) bool { return false }

@@ -95,15 +95,3 @@ func ofdHeld(f *os.File) (held, known bool) {
 	exactfs.UnlockRange(f, winAttestStart, 1)
 	return false, true
 }
-
-// Without a waiter queue or F_GETLK there is nothing to look at through a
-// probe descriptor (lock.go's look and peek, the queue of acquire.go).
-type probeFd struct {
-	fd  int
-	ino uint64
-}
-
-func (l *locker) openProbe(string) probeFd                     { return probeFd{fd: -1} }
-func (l *locker) lookProbe(string) (exactfs.LockFD, func())    { return -1, nil }
-func (p probeFd) close()                                       {}
-func (l *locker) probeLocks(string, func(exactfs.LockFD)) bool { return false }

@@ -81,10 +81,17 @@ func lockFile(fd int, flags uint32, start, length int64) error {
 // (and its duplicates) in this process; closing the handle or the death
 // of the process, TerminateProcess included, releases it.
 func OFDLock(fd int, start, length int64) error {
+	return tryLockRange(fd, windows.LOCKFILE_EXCLUSIVE_LOCK, start, length)
+}
+
+// tryLockRange takes a byte-range lock (LockFileEx with flags, fail
+// immediately added) on [start, start+length), its errors sorted into
+// ErrWouldBlock and ErrUnsupported.
+func tryLockRange(fd int, flags uint32, start, length int64) error {
 	if !ready {
 		return ErrUnsupported
 	}
-	switch err := lockFile(fd, windows.LOCKFILE_EXCLUSIVE_LOCK, start, length); err {
+	switch err := lockFile(fd, flags, start, length); err {
 	case nil:
 		return nil
 	case windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING:
@@ -107,21 +114,7 @@ func OFDHeld(fd int, start, length int64) (held, known bool) { return false, fal
 // them. ErrWouldBlock and ErrUnsupported mean what they mean for OFDLock.
 // Like every Windows byte-range lock it is mandatory for writes: while it
 // is held, no handle writes the locked bytes.
-func OFDSharedLock(fd int, start, length int64) error {
-	if !ready {
-		return ErrUnsupported
-	}
-	switch err := lockFile(fd, 0, start, length); err {
-	case nil:
-		return nil
-	case windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING:
-		return ErrWouldBlock
-	case windows.ERROR_NOT_SUPPORTED, windows.ERROR_INVALID_FUNCTION:
-		return ErrUnsupported
-	default:
-		return errnoOf(err)
-	}
-}
+func OFDSharedLock(fd int, start, length int64) error { return tryLockRange(fd, 0, start, length) }
 
 // OFDQuery cannot answer on Windows, for the reason OFDHeld cannot:
 // there is no F_GETLK.
