@@ -14,6 +14,10 @@ import (
 func newFile(t *testing.T) (locker.Locker, string) {
 	t.Helper()
 	dir := t.TempDir()
+	// Before the directory goes (cleanups run last first): a lock this
+	// process keeps between its calls (statelock's sticky ownership) is
+	// released while the directory is still there.
+	t.Cleanup(statelock.ReleaseKept)
 	state := filepath.Join(dir, "state.json")
 	return locker.File(state, statelock.WithConfigRoot(filepath.Join(dir, "cfg")), statelock.WithWait(0)), state
 }

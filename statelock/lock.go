@@ -137,7 +137,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	a.claimBo.Min, a.claimBo.Max = l.cfg.policy.ClaimRetryMin, l.cfg.policy.ClaimRetryMax
 	defer a.end()
 	if ctx.Err() == nil {
-		if h := l.resumeSticky(); h != nil {
+		if h := l.resumeSticky(ctx); h != nil {
 			return a.held(h), nil // the record this process kept (sticky.go)
 		}
 	}

@@ -2,6 +2,7 @@ package statelock
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -91,6 +92,11 @@ type stickyEntry struct {
 	// the others; this one also works where no mailbox exists).
 	yieldUntil time.Time
 	watching   bool
+	// letting is open while a kept record is being let go (taken off e.r
+	// by the watcher or ReleaseKept, not yet released or handed on): a
+	// Lock of this process waits for it to close, so that it never finds
+	// its own released lock held (resumeSticky).
+	letting chan struct{}
 	// kick wakes a watcher that sleeps without a mailbox, ring one that
 	// sleeps on its bell (ReleaseKept); ring is nil once it stops using it.
 	kick chan struct{}
@@ -141,7 +147,7 @@ func (l *locker) stickyOn() bool { return stickyOwnership && l.cohort() }
 
 // resumeSticky is a Lock's first step: it takes back the record this
 // process kept, if any, and notes whether this Lock is a re-lock.
-func (l *locker) resumeSticky() *heldRecord {
+func (l *locker) resumeSticky(ctx context.Context) *heldRecord {
 	if !l.stickyOn() {
 		return nil
 	}
@@ -150,6 +156,21 @@ func (l *locker) resumeSticky() *heldRecord {
 		return nil
 	}
 	e.mu.Lock()
+	for e.letting != nil {
+		// The record is on its way out (a hand-off or one release, a
+		// bounded step): wait for it, or this Lock would find the lock
+		// its own caller released still held by this process, and a
+		// TryLock would fail on it.
+		ch := e.letting
+		e.mu.Unlock()
+		hook.Fire(hook.LockStickyAwaitLetGo, l.lockPath)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+		e.mu.Lock()
+	}
 	now := time.Now()
 	e.relocked = !e.releasedAt.IsZero() && now.Sub(e.releasedAt) <= stickyIdle
 	r, kl := e.r, e.l
@@ -232,7 +253,12 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.releasedAt = time.Now()
-	if yielded || !e.relocked || e.r != nil {
+	if yielded || !e.relocked || e.r != nil || e.releasedAt.Before(e.yieldUntil) {
+		// Not while this process yields to a reference contender: the
+		// yield is for it to find the tombstone, and a record kept now
+		// would not be taken back by this process's own next Lock either
+		// (resumeSticky leaves it alone during a yield, so a TryLock
+		// would fail on the lock its own caller had released).
 		return stickyNo
 	}
 	if _, err := l.dir.LstatRaw(l.claim); err == nil {
@@ -335,8 +361,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 			}
 			continue
 		}
-		l, r := e.l, e.r
-		e.l, e.r = nil, nil
+		l, r, ch := e.takeKept()
 		e.mu.Unlock()
 		hook.Fire(hook.LockStickyLetGo, l.lockPath)
 		if handed, _, err := l.handoff(r); handed {
@@ -345,6 +370,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
 			}
 			l.close()
+			e.letGone(ch, nil, nil)
 			continue
 		}
 		if _, kept, err := l.releaseReference(r, true, true); kept {
@@ -352,9 +378,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 			// claim its dead taker stranded until Go heals it): ownership
 			// stays with us, and we try again. We still own F.lock, so
 			// nothing else was kept meanwhile.
-			e.mu.Lock()
-			e.l, e.r, e.retry = l, r, true
-			e.mu.Unlock()
+			e.letGone(ch, l, r)
 			time.Sleep(bo.Step(time.Hour))
 			continue
 		} else if err != nil {
@@ -362,7 +386,32 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 		}
 		bo.Reset()
 		l.close()
+		e.letGone(ch, nil, nil)
 	}
+}
+
+// takeKept takes the kept record off e to let it go (e.mu held); until
+// letGone(ch, ...) a Lock of this process waits instead of finding it held.
+func (e *stickyEntry) takeKept() (l *locker, r *heldRecord, ch chan struct{}) {
+	l, r = e.l, e.r
+	e.l, e.r = nil, nil
+	ch = make(chan struct{})
+	e.letting = ch
+	return l, r, ch
+}
+
+// letGone ends the let-go that takeKept began. A non-nil r was not let go
+// (its claim was busy): it is kept again, due for release.
+func (e *stickyEntry) letGone(ch chan struct{}, l *locker, r *heldRecord) {
+	e.mu.Lock()
+	if r != nil {
+		e.l, e.r, e.retry = l, r, true
+	}
+	if e.letting == ch {
+		e.letting = nil
+	}
+	e.mu.Unlock()
+	close(ch)
 }
 
 // yieldToReference asks the Go takers of other processes to stay off the
@@ -410,7 +459,10 @@ func (l *locker) stickyYielding() bool {
 // process: those are reclaimed by the next taker at once, exactfs or
 // TypeScript, but the TypeScript reference judges an exited process by
 // its pid, which stays alive to it until the parent reaps the process.
-// Locks held by a caller (not yet unlocked) are not touched.
+// Locks held by a caller (not yet unlocked) are not touched. A program
+// that removes a lock's directory after its last Unlock calls it first:
+// until then, a kept lock is released in the background, into that
+// directory.
 func ReleaseKept() {
 	stickies.Lock()
 	entries := make([]*stickyEntry, 0, len(stickies.m))
@@ -420,12 +472,12 @@ func ReleaseKept() {
 	stickies.Unlock()
 	for _, e := range entries {
 		e.mu.Lock()
-		l, r := e.l, e.r
-		e.l, e.r = nil, nil
-		e.mu.Unlock()
-		if r == nil {
+		if e.r == nil {
+			e.mu.Unlock()
 			continue
 		}
+		l, r, ch := e.takeKept()
+		e.mu.Unlock()
 		hook.Fire(hook.LockStickyLetGo, l.lockPath)
 		if handed, _, err := l.handoff(r); handed {
 			r.f.Close()
@@ -436,6 +488,7 @@ func ReleaseKept() {
 			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
 		}
 		l.close()
+		e.letGone(ch, nil, nil)
 	}
 	// A watcher may be in the middle of a release it took over: wait for
 	// it (it ends as soon as nothing is kept).
@@ -456,10 +509,32 @@ func ReleaseKept() {
 			e.mu.Unlock()
 		}
 		if !busy {
+			forgetIdleStickies()
 			return
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// forgetIdleStickies drops the entries that keep nothing, and the
+// sidecars seen (handoff.go): what they remember (when this process last
+// released, whether it re-locks, a sidecar's last mtime) is keyed by the
+// directory's inode, and a directory removed and made again may get the
+// same one, its sidecar too. After ReleaseKept, the next release of any
+// lock is a first one again.
+func forgetIdleStickies() {
+	stickies.Lock()
+	for k, e := range stickies.m {
+		e.mu.Lock()
+		if e.r == nil && !e.watching && e.letting == nil {
+			delete(stickies.m, k)
+		}
+		e.mu.Unlock()
+	}
+	stickies.Unlock()
+	sidecarSeen.Lock()
+	clear(sidecarSeen.m)
+	sidecarSeen.Unlock()
 }
 
 // letGoKept is ReleaseKept, for tests: their temporary directories are

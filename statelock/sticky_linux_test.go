@@ -511,6 +511,47 @@ func TestStickyReferencePollerGetsTombstone(t *testing.T) {
 	}
 }
 
+// While this process yields to a reference contender, its releases keep
+// nothing: a kept record would deny the contender the tombstone the
+// yield is for, and this process's own next TryLock (which does not
+// yield, and does not take a record back during a yield) would find the
+// lock its caller had released held by this very process. Seen in CI:
+// locker's TestFileLockerUpdate failed with "held by pid <itself> ...
+// (lock_owner_live_or_unverifiable)" when a reused directory inode made
+// a fresh sidecar look like a polling reference contender.
+func TestStickyNothingKeptDuringYield(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.Yield = time.Hour }))
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	stickyCycle(t, e) // kept: the sidecar's mtime is remembered
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustRead(t, e.sidecar) // a reference attempt's write
+	if err := os.WriteFile(e.sidecar, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unlock(); err != nil { // the tombstone, and the yield
+		t.Fatal(err)
+	}
+	kept := countHook(t, hook.LockStickyKept)
+	for i := 0; i < 3; i++ {
+		h, err := TryLock(e.state, e.opts()...)
+		if err != nil {
+			t.Fatalf("TryLock %d during the yield, after this process's own releases: %v", i, err)
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if r := recordAt(t, e); !r.Released || kept.Load() != 0 {
+			t.Fatalf("release %d during the yield kept F.lock: %s", i, mustRead(t, e.lock))
+		}
+	}
+}
+
 // A release whose hand-off yields to a polling reference contender (a Go
 // waiter is seated, the sidecar was rewritten since this process last
 // looked) leaves the tombstone: it never keeps F.lock instead. Keeping
@@ -551,6 +592,58 @@ func TestStickyNotAfterHandoffYield(t *testing.T) {
 		t.Fatalf("after a yield: kept %d, granted %d, F.lock %s", kept.Load(), granted.Load(), mustRead(t, e.lock))
 	}
 	if err := w.Wait(); err != nil { // served once the yield is over
+		t.Fatal(err)
+	}
+}
+
+// A Lock of this process that comes while the record it kept is being let
+// go (the watcher's idle time ran out, or ReleaseKept) waits for the
+// let-go to end instead of finding its own released lock held: a TryLock
+// right after an Update must not fail on the process's own lock. Seen in
+// CI: locker's TestFileLockerUpdate failed with "held by pid <itself> ...
+// (lock_owner_live_or_unverifiable)" when the 2 ms idle time ran out
+// between two Updates made with WithWait(0).
+func TestStickyLockWaitsForItsOwnLetGo(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	kept := countHook(t, hook.LockStickyKept)
+	stickyCycle(t, e)
+	stickyCycle(t, e)
+	if r := recordAt(t, e); r.Released || kept.Load() == 0 {
+		t.Fatalf("a re-locking process did not keep its record: %s", mustRead(t, e.lock))
+	}
+	var enteredOnce, awaitOnce sync.Once
+	entered, release, awaiting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	t.Cleanup(hook.Set(hook.LockStickyLetGo, func(string) {
+		enteredOnce.Do(func() { close(entered) })
+		<-release
+	}))
+	t.Cleanup(hook.Set(hook.LockStickyAwaitLetGo, func(string) { awaitOnce.Do(func() { close(awaiting) }) }))
+	released := make(chan struct{})
+	go func() { ReleaseKept(); close(released) }()
+	<-entered // the kept record is off the entry, F.lock still live
+	type result struct {
+		h   *Held
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { h, err := TryLock(e.state, e.opts()...); got <- result{h, err} }()
+	select {
+	case <-awaiting:
+	case r := <-got:
+		close(release)
+		<-released
+		t.Fatalf("TryLock during this process's own let-go: %v, %v; want it to wait for the let-go", r.h, r.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("TryLock neither waited for the let-go nor returned")
+	}
+	close(release)
+	r := <-got
+	<-released
+	if r.err != nil {
+		t.Fatalf("TryLock after the let-go: %v", r.err)
+	}
+	if err := r.h.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }

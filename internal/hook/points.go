@@ -224,6 +224,9 @@ const (
 	// up, a waiter was seated, or a busy claim is tried again), before the
 	// hand-off or the reference release.
 	LockStickyLetGo = "statelock.sticky-let-go"
+	// LockStickyAwaitLetGo fires when a Lock of this process finds the
+	// record it kept being let go, before it waits for that to end.
+	LockStickyAwaitLetGo = "statelock.sticky-await-let-go"
 )
 
 // The hook points of the etcd backend (nested module etcd/).
