@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,14 +92,38 @@ type cluster struct {
 	tls     *tls.Config // for clients of a cluster that serves clients over TLS
 }
 
+// handedPorts are the ports freePort gave out in this process: a port
+// is closed again as soon as it is found, and the kernel may offer it
+// once more, so two members of one cluster could be given the same one
+// (seen in CI: "initial cluster ... has duplicate url").
+var handedPorts struct {
+	sync.Mutex
+	m map[int]bool
+}
+
+// freePort returns a loopback port that was free a moment ago and that
+// this process has not handed out before.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedPorts.Lock()
+	defer handedPorts.Unlock()
+	if handedPorts.m == nil {
+		handedPorts.m = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for i := 0; i < 1000; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedPorts.m[port] {
+			handedPorts.m[port] = true
+			return port
+		}
+	}
+	t.Fatal("no loopback port this process has not used already in 1000 tries")
+	return 0
 }
 
 // startCluster starts three members and waits until they have a leader.
