@@ -183,12 +183,12 @@ func runGuard(args []string) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "exactfs: the guard was started without a command")
+		guardSay("exactfs: the guard was started without a command\n")
 		return exitUsage
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(lifelineFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		fmt.Fprintf(os.Stderr, "exactfs: %s is how exactfs lock and update start CMD, not a command: it needs\n"+
+		guardSay("exactfs: %s is how exactfs lock and update start CMD, not a command: it needs\n"+
 			"the pipe exactfs gives it as fd %d. Run 'exactfs lock STATEFILE -- CMD' instead.\n", guardArg, lifelineFD)
 		return exitUsage
 	}
@@ -202,7 +202,7 @@ func runGuard(args []string) int {
 
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "exactfs: cannot run %s: %v\n", args[0], err)
+		guardSay("exactfs: cannot run %s: %v\n", args[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -216,7 +216,7 @@ func runGuard(args []string) int {
 		Sys:   attr,
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "exactfs: cannot run %s: %v\n", args[0], err)
+		guardSay("exactfs: cannot run %s: %v\n", args[0], err)
 		if errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -251,6 +251,23 @@ func runGuard(args []string) int {
 	status := g.reap()
 	close(g.done)
 	return status
+}
+
+// guardSay writes the guard's own message to stderr. It is only ever called
+// when no CMD is or will be running: the guard exits right after.
+//
+// The guard leads a process group of its own (guardAttr), so on the terminal
+// of an interactive shell it is a background process even while exactfs and
+// CMD are the foreground job: with "stty tostop", its write would stop it
+// with SIGTTOU, and exactfs would wait for a stopped guard, holding the lock,
+// until someone sent the guard (not the job: fg continues exactfs's group
+// only) a SIGCONT. Ignoring SIGTTOU makes the kernel let the write through.
+// It is set only here because an ignored signal stays ignored across exec:
+// CMD, had it been started after, would have lost its own job control (a
+// background exactfs's CMD writing to the terminal must stop, as any job's).
+func guardSay(format string, a ...any) {
+	signal.Ignore(syscall.SIGTTOU)
+	fmt.Fprintf(os.Stderr, format, a...)
 }
 
 // guard is the state the guard's goroutines share.

@@ -28,8 +28,10 @@ func prepareGuardParent() { becomeSubreaper() }
 // which sees the lifeline end and kills what is left of CMD's tree: a
 // process that moved to a session of its own (setsid) is out of that group
 // and, with the guard dead too, went on unlocked under init. The guard reads
-// nothing from the terminal, so being outside its foreground group costs
-// nothing; the signals it gets itself it ignores anyway (runGuard).
+// nothing from the terminal, and writes to it only with SIGTTOU ignored
+// (guardSay: "stty tostop" would stop it otherwise), so being outside its
+// foreground group costs nothing; the signals it gets itself it ignores
+// anyway (runGuard).
 func guardAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // cmdAttr puts CMD back in exactfs's process group pgid (the terminal's job
