@@ -149,7 +149,7 @@ func sessionReport(sid int) string {
 	return b.String()
 }
 
-// TestLockOnTerminalWithTostop runs "exactfs lock" as the foreground job of
+// TestLockOnTerminalWithTostop runs "exactfs lock" (and update) as the foreground job of
 // a terminal with tostop set. The guard leads a process group of its own
 // (guardAttr), so it is a background process of that terminal: a message it
 // wrote there itself (CMD not found) stopped it with SIGTTOU, and exactfs
@@ -160,20 +160,23 @@ func sessionReport(sid int) string {
 func TestLockOnTerminalWithTostop(t *testing.T) {
 	for _, tc := range []struct {
 		name string
+		verb string
 		cmd  []string
 		code int
 		want []string
 	}{
-		{"CMD not found", []string{"exactfs-test-no-such-command"}, exitNotFound, []string{"cannot run exactfs-test-no-such-command"}},
-		{"CMD not executable", []string{"./not-executable"}, exitCannotExec, []string{"cannot run ./not-executable"}},
-		{"CMD writes", []string{"sh", "-c", "echo to-stdout; echo to-stderr >&2"}, 0, []string{"to-stdout", "to-stderr"}},
+		{"CMD not found", "lock", []string{"exactfs-test-no-such-command"}, exitNotFound, []string{"cannot run exactfs-test-no-such-command"}},
+		{"CMD not executable", "lock", []string{"./not-executable"}, exitCannotExec, []string{"cannot run ./not-executable"}},
+		{"update CMD not found", "update", []string{"exactfs-test-no-such-command"}, exitNotFound, []string{"cannot run exactfs-test-no-such-command"}},
+		{"CMD writes", "lock", []string{"sh", "-c", "echo to-stdout; echo to-stderr >&2"}, 0, []string{"to-stdout", "to-stderr"}},
+		{"update CMD writes stderr", "update", []string{"sh", "-c", "echo to-stderr >&2; echo new"}, 0, []string{"to-stderr"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "not-executable"), []byte("#!/bin/sh\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			j := startTerminalJob(t, dir, append([]string{"lock", "state.json", "--"}, tc.cmd...)...)
+			j := startTerminalJob(t, dir, append([]string{tc.verb, "state.json", "--"}, tc.cmd...)...)
 			if code := j.wait(t, 20*time.Second); code != tc.code {
 				t.Fatalf("exit %d, want %d; terminal output %q", code, tc.code, j.output())
 			}
