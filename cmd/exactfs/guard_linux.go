@@ -32,7 +32,21 @@ func prepareGuardParent() { becomeSubreaper() }
 // (guardSay: "stty tostop" would stop it otherwise), so being outside its
 // foreground group costs nothing; the signals it gets itself it ignores
 // anyway (runGuard).
-func guardAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+//
+// Not where exactfs's own process group has no number in its pid namespace
+// (getpgrp(2) gives 0: the group's leader is outside it, as unshare is for
+// "unshare --pid --fork exactfs ..." or a container runtime for what it
+// execs): the guard could not name that group to put CMD back in it, and CMD,
+// left in the guard's group, would be out of the terminal's foreground group
+// (stopped by SIGTTIN as it read the terminal, deaf to ^C and ^Z). The guard
+// stays in exactfs's group there, CMD with it, and a kill of that whole group
+// takes the guard too.
+func guardAttr() *syscall.SysProcAttr {
+	if syscall.Getpgrp() == 0 {
+		return nil
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
+}
 
 // cmdAttr puts CMD back in exactfs's process group pgid (the terminal's job
 // control is unchanged: ^C, ^Z and a CMD that reads the terminal work as

@@ -33,6 +33,13 @@ type terminalJob struct {
 // that writes to it is stopped by SIGTTOU.
 func startTerminalJob(t *testing.T, dir string, args ...string) *terminalJob {
 	t.Helper()
+	return startOnTerminal(t, dir, append([]string{exactfsBin}, args...)...)
+}
+
+// startOnTerminal is startTerminalJob for any command line (exactfs under
+// unshare, say).
+func startOnTerminal(t *testing.T, dir string, argv ...string) *terminalJob {
+	t.Helper()
 	ptmx, tty := openPTY(t)
 	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
 	if err != nil {
@@ -55,11 +62,11 @@ func startTerminalJob(t *testing.T, dir string, args ...string) *terminalJob {
 			}
 		}
 	}()
-	j.cmd = exec.Command(exactfsBin, args...)
+	j.cmd = exec.Command(argv[0], argv[1:]...)
 	j.cmd.Dir = dir
 	j.cmd.Stdin, j.cmd.Stdout, j.cmd.Stderr = tty, tty, tty
 	// Setctty makes the terminal the session's controlling terminal and
-	// exactfs's group its foreground group: exactfs is the foreground job.
+	// the job's group its foreground group: it is the foreground job.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := j.cmd.Start(); err != nil {
 		t.Fatal(err)
