@@ -376,7 +376,7 @@ func (g *guard) signalTree(sig syscall.Signal) {
 	if cmdAlive {
 		g.cmd.Signal(sig) // a pidfd where the platform has one: never a reused pid
 	}
-	signalDescendants(os.Getpid(), sig)
+	signalDescendants(sig)
 }
 
 // treeLeft reports whether any process of CMD's tree may still be running.
@@ -384,7 +384,7 @@ func (g *guard) treeLeft() bool {
 	if g.ownGroup && groupAlive(g.pid) {
 		return true
 	}
-	return len(descendants(os.Getpid())) > 0
+	return len(descendants()) > 0
 }
 
 // groupAlive reports whether process group pgid has a member left.
@@ -401,10 +401,9 @@ func killOrphans() {
 	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err == unix.ECHILD {
 		return // no child, so (a subreaper) no descendant: the common case
 	}
-	self := os.Getpid()
 	done, reaped := make(chan struct{}), make(chan struct{}, 1)
 	go sweepUntil(done, reaped, func() {
-		signalDescendants(self, unix.SIGKILL)
+		signalDescendants(unix.SIGKILL)
 	})
 	for {
 		_, err := unix.Wait4(-1, &ws, 0, nil)
