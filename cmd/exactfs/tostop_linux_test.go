@@ -49,6 +49,20 @@ func startOnTerminal(t *testing.T, dir string, argv ...string) *terminalJob {
 	if err := unix.IoctlSetTermios(int(tty.Fd()), unix.TCSETS, tio); err != nil {
 		t.Fatal(err)
 	}
+	// The reader below must not block in read(2) on a descriptor in
+	// blocking mode (openPTY's, after its Fd calls): Close would then wait
+	// for that read, and the terminal would never hang up. A non-blocking
+	// copy goes through Go's poller, whose Close ends the read at once.
+	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	ptmx.Close()
+	ptmx = os.NewFile(uintptr(fd), "ptmx")
+	t.Cleanup(func() { ptmx.Close() })
 	j := &terminalJob{ptmx: ptmx, waited: make(chan struct{})}
 	go func() {
 		buf := make([]byte, 4096)
@@ -216,4 +230,23 @@ func TestLockCtrlCOnTerminal(t *testing.T) {
 	j.waitOutput(t, "got-int", 5*time.Second)
 	waitGone(t, marker, 10*time.Second)
 	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "state.json", "--", "true"), 0, "lock --try after ^C")
+}
+
+// TestLockTerminalHangup closes the terminal (an ssh connection dropped)
+// while "exactfs lock" runs CMD and a child of CMD from it: the hangup ends
+// CMD (SIGHUP, forwarded by exactfs as well), the guard, in a process group
+// of its own and so not sent the hangup, still ends the child, and exactfs
+// exits 129 with the lock free.
+func TestLockTerminalHangup(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	j := startTerminalJob(t, dir, "lock", "state.json", "--", "sh", "-c",
+		workerCmd(t, "sleep", marker)+` & echo ready; wait`)
+	j.waitOutput(t, "ready", 15*time.Second)
+	j.ptmx.Close()
+	if code := j.wait(t, 20*time.Second); code != 128+int(syscall.SIGHUP) {
+		t.Fatalf("after the hangup: exit %d, want %d", code, 128+int(syscall.SIGHUP))
+	}
+	waitGone(t, marker, 10*time.Second)
+	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "state.json", "--", "true"), 0, "lock --try after the hangup")
 }
