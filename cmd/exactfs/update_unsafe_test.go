@@ -50,3 +50,21 @@ func TestUpdateRefusesUnsafeStateFileBeforeLocking(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusOfUnsafeRecordSaysItsCodeOnce: status over a FIFO at
+// STATEFILE.lock exits 77 and its error names the code once (it ended
+// "(not_regular_file) (not_regular_file)" before: the library's detail
+// carries the code, and the error added it again).
+func TestStatusOfUnsafeRecordSaysItsCodeOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "s.lock"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status", "s"}, {"recover", "s"}} {
+		r := runIn(t, dir, quick, "", args...)
+		expectCode(t, r, exitUnsafe, strings.Join(args, " ")+" over a FIFO record")
+		if n := strings.Count(r.stderr, "(not_regular_file)"); n != 1 {
+			t.Errorf("%s: the error names not_regular_file %d times, want once:\n%s", strings.Join(args, " "), n, r.stderr)
+		}
+	}
+}
