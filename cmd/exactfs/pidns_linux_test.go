@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -97,6 +98,13 @@ func TestLockKilledInPidNamespaceWithoutItsProc(t *testing.T) {
 	}
 	syscall.Kill(exactfsPid, syscall.SIGKILL)
 	waitGone(t, marker, 10*time.Second)
+	if sys.Portable {
+		// A holder in another pid namespace is judged dead by its OFD
+		// lock, which the portable build has not (see the portable lane's
+		// skip of TestHolderInAnotherPidNamespace): there it is respected
+		// until recovered, and the tree's end is what is proved here.
+		return
+	}
 	expectCode(t, runIn(t, dir, quick, "", "lock", "--try", "state.json", "--", "true"), 0, "lock --try after the holder was killed")
 }
 
