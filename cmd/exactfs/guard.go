@@ -30,7 +30,11 @@ package main
 //     did. The subreaper's walk reaches everything a process group would, and
 //     the processes that leave it too. The guard itself leads a group of its
 //     own (guardAttr), so a SIGKILL of exactfs's group (kill -9 %1) leaves
-//     it alive to kill what of CMD's tree left that group (setsid).
+//     it alive to kill what of CMD's tree left that group (setsid); not
+//     where exactfs's group has no number in its pid namespace (unshare
+//     --pid --fork), and there that kill takes the guard too. Being in a
+//     background group of the terminal, it writes there only with SIGTTOU
+//     ignored (guardSay).
 //   - exactfs forwards SIGINT, SIGTERM and SIGHUP to CMD through the guard
 //     (a byte on the lifeline each: a copy the guard gets itself, from the
 //     terminal or a kill of the process group, reached CMD directly and is
