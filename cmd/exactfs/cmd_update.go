@@ -81,6 +81,9 @@ func runUpdate(e *env, opts any, args []string) error {
 	if stateFile, err = prepareStateFile(stateFile, f.mkdir); err != nil {
 		return err
 	}
+	if err := refuseUnsafeStateFile(stateFile); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	relay := newSignalRelay(cancel)
@@ -139,6 +142,27 @@ func runUpdate(e *env, opts any, args []string) error {
 		return st
 	}
 	return err
+}
+
+// refuseUnsafeStateFile refuses, before the lock is taken, a STATEFILE that
+// is there and is no regular file (a FIFO, a device, a symlink, a
+// directory): Update would refuse it too, but only after it had created
+// STATEFILE.lock and its owner file next to it, and "exactfs update
+// /dev/sda -- ..." run as root then left them in /dev under a message that
+// says nothing was changed. The check under the lock stays the one that
+// counts (what is at STATEFILE may change in between); this one only spares
+// the litter. The refusal is the library's own (IdentityOf, which opens
+// nothing that is not a regular file), so its words and exit status are
+// those of the refusal under the lock.
+func refuseUnsafeStateFile(stateFile string) error {
+	fi, err := exactfs.Lstat(stateFile)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // absent, or whatever it is, for the lock call to report
+	}
+	if _, err := exactfs.IdentityOf(stateFile); err != nil {
+		return fmt.Errorf("%w; CMD was not run", err)
+	}
+	return nil
 }
 
 // withoutCmdFailure returns the errors joined with a command failure (a

@@ -30,7 +30,11 @@ package main
 //     did. The subreaper's walk reaches everything a process group would, and
 //     the processes that leave it too. The guard itself leads a group of its
 //     own (guardAttr), so a SIGKILL of exactfs's group (kill -9 %1) leaves
-//     it alive to kill what of CMD's tree left that group (setsid).
+//     it alive to kill what of CMD's tree left that group (setsid); not
+//     where exactfs's group has no number in its pid namespace (unshare
+//     --pid --fork), and there that kill takes the guard too. Being in a
+//     background group of the terminal, it writes there only with SIGTTOU
+//     ignored (guardSay).
 //   - exactfs forwards SIGINT, SIGTERM and SIGHUP to CMD through the guard
 //     (a byte on the lifeline each: a copy the guard gets itself, from the
 //     terminal or a kill of the process group, reached CMD directly and is
@@ -183,12 +187,12 @@ func runGuard(args []string) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "exactfs: the guard was started without a command")
+		guardSay("exactfs: the guard was started without a command\n")
 		return exitUsage
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(lifelineFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		fmt.Fprintf(os.Stderr, "exactfs: %s is how exactfs lock and update start CMD, not a command: it needs\n"+
+		guardSay("exactfs: %s is how exactfs lock and update start CMD, not a command: it needs\n"+
 			"the pipe exactfs gives it as fd %d. Run 'exactfs lock STATEFILE -- CMD' instead.\n", guardArg, lifelineFD)
 		return exitUsage
 	}
@@ -202,7 +206,7 @@ func runGuard(args []string) int {
 
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "exactfs: cannot run %s: %v\n", args[0], err)
+		guardSay("exactfs: cannot run %s: %v\n", args[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -216,7 +220,7 @@ func runGuard(args []string) int {
 		Sys:   attr,
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "exactfs: cannot run %s: %v\n", args[0], err)
+		guardSay("exactfs: cannot run %s: %v\n", args[0], err)
 		if errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -251,6 +255,23 @@ func runGuard(args []string) int {
 	status := g.reap()
 	close(g.done)
 	return status
+}
+
+// guardSay writes the guard's own message to stderr. It is only ever called
+// when no CMD is or will be running: the guard exits right after.
+//
+// The guard leads a process group of its own (guardAttr), so on the terminal
+// of an interactive shell it is a background process even while exactfs and
+// CMD are the foreground job: with "stty tostop", its write would stop it
+// with SIGTTOU, and exactfs would wait for a stopped guard, holding the lock,
+// until someone sent the guard (not the job: fg continues exactfs's group
+// only) a SIGCONT. Ignoring SIGTTOU makes the kernel let the write through.
+// It is set only here because an ignored signal stays ignored across exec:
+// CMD, had it been started after, would have lost its own job control (a
+// background exactfs's CMD writing to the terminal must stop, as any job's).
+func guardSay(format string, a ...any) {
+	signal.Ignore(syscall.SIGTTOU)
+	fmt.Fprintf(os.Stderr, format, a...)
 }
 
 // guard is the state the guard's goroutines share.
@@ -359,7 +380,7 @@ func (g *guard) signalTree(sig syscall.Signal) {
 	if cmdAlive {
 		g.cmd.Signal(sig) // a pidfd where the platform has one: never a reused pid
 	}
-	signalDescendants(os.Getpid(), sig)
+	signalDescendants(sig)
 }
 
 // treeLeft reports whether any process of CMD's tree may still be running.
@@ -367,7 +388,7 @@ func (g *guard) treeLeft() bool {
 	if g.ownGroup && groupAlive(g.pid) {
 		return true
 	}
-	return len(descendants(os.Getpid())) > 0
+	return len(descendants()) > 0
 }
 
 // groupAlive reports whether process group pgid has a member left.
@@ -384,10 +405,9 @@ func killOrphans() {
 	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err == unix.ECHILD {
 		return // no child, so (a subreaper) no descendant: the common case
 	}
-	self := os.Getpid()
 	done, reaped := make(chan struct{}), make(chan struct{}, 1)
 	go sweepUntil(done, reaped, func() {
-		signalDescendants(self, unix.SIGKILL)
+		signalDescendants(unix.SIGKILL)
 	})
 	for {
 		_, err := unix.Wait4(-1, &ws, 0, nil)

@@ -35,6 +35,6 @@ func cmdAttr(int) (attr *syscall.SysProcAttr, ownGroup bool) {
 
 // descendants is empty: without a subreaper the guard reaches CMD's tree
 // only through its process group.
-func descendants(int) []int { return nil }
+func descendants() []int { return nil }
 
-func signalDescendants(int, syscall.Signal) {}
+func signalDescendants(syscall.Signal) {}

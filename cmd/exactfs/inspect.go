@@ -175,7 +175,10 @@ func inspectLock(stateFile string, opts []statelock.Option, configRoot string, m
 		st.Recover = append(st.Recover, actionJSON{Kind: p.Kind, Path: p.Path, Evidence: p.Evidence})
 	}
 	if s.State == statelock.StateUnsafe {
-		return st, plan, &exactfs.Error{Op: "status", Path: s.LockPath, Code: exactfs.CodeNotRegularFile, Detail: s.Detail}
+		// The library's detail may end with the code already; the
+		// error says it once, at its end.
+		detail := strings.TrimSuffix(s.Detail, " ("+string(exactfs.CodeNotRegularFile)+")")
+		return st, plan, &exactfs.Error{Op: "status", Path: s.LockPath, Code: exactfs.CodeNotRegularFile, Detail: detail}
 	}
 	return st, plan, nil
 }
