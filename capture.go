@@ -183,9 +183,42 @@ func overCap(op, path string, st sys.Stat, max int64) error {
 	if max < 0 || st.Size <= max {
 		return nil
 	}
+	if max != RecordCap {
+		return &Error{Op: op, Path: path, Code: CodeRecordTooLarge,
+			Detail: fmt.Sprintf("the file is %d bytes, more than the %d this capture reads; nothing of it was read", st.Size, max)}
+	}
 	return &Error{Op: op, Path: path, Code: CodeRecordTooLarge,
 		Detail: fmt.Sprintf("the file is %d bytes, larger than any record (at most %d); nothing of it was read: "+
 			"check what it is and remove it by hand", st.Size, max)}
+}
+
+// CaptureWithin is Capture of name beneath d for a caller with a byte
+// budget, who judged the file's size on an lstat that another process
+// can outrun (a file grown between that lstat and the capture): a file
+// larger than max at the descriptor's fstat is refused with
+// record_too_large before a byte of it is read, and one that grows past
+// max while it is read fails with changed_during_read having read at most
+// max+1 bytes, nothing further. max must be >= 0.
+func (d *Dir) CaptureWithin(name string, max int64) ([]byte, Identity, error) {
+	if max < 0 {
+		return nil, Identity{}, &Error{Op: "capture", Path: d.join(name), Code: CodeInvalidRequest,
+			Detail: fmt.Sprintf("CaptureWithin's cap is %d bytes: give a cap of 0 or more (Capture reads without one)", max)}
+	}
+	p, base, err := resolve("capture", d, name)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	defer p.close()
+	return captureAtMax("capture", d.join(name), p.fd, base, true, max)
+}
+
+// CaptureFileWithin is CaptureFile with CaptureWithin's cap of max bytes.
+func CaptureFileWithin(f *os.File, max int64) ([]byte, Identity, error) {
+	if max < 0 {
+		return nil, Identity{}, &Error{Op: "capture", Path: f.Name(), Code: CodeInvalidRequest,
+			Detail: fmt.Sprintf("CaptureFileWithin's cap is %d bytes: give a cap of 0 or more (CaptureFile reads without one)", max)}
+	}
+	return captureFileMax(f, max)
 }
 
 // CaptureFile proves the identity of an open regular file, reading it from
@@ -240,7 +273,12 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat, max int64)
 	buf := make([]byte, min(before.Size+512, 64<<10))
 	var off int64
 	for {
-		n, err := sys.Pread(fd, buf, off)
+		b := buf
+		if max >= 0 && int64(len(b)) > max+1-off {
+			// One byte past the cap proves the growth: never more.
+			b = b[:max+1-off]
+		}
+		n, err := sys.Pread(fd, b, off)
 		if n > 0 {
 			h.Write(buf[:n])
 			if keep {
@@ -253,12 +291,12 @@ func captureFrom(op, path string, fd int, keep bool, before sys.Stat, max int64)
 		}
 		if max >= 0 && off > max {
 			return nil, Identity{}, &Error{Op: op, Path: path, Code: CodeChangedDuringRead,
-				Detail: fmt.Sprintf("the file grew past %d bytes while it was read; retry", max)}
+				Detail: fmt.Sprintf("the file grew past %d bytes while it was read; nothing more of it was read; retry", max)}
 		}
 		// A short read that ends where the first fstat put the end is the
 		// end: the second fstat proves the size (and version) unchanged, so
 		// the read that would return 0 is not needed.
-		if n == 0 || (n < len(buf) && off == before.Size) {
+		if n == 0 || (n < len(b) && off == before.Size) {
 			break
 		}
 	}

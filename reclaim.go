@@ -45,11 +45,18 @@ const codeReclaimBusy Code = "reclaim_busy"
 // (record_too_large) before a byte of it is read. AnySize lifts the cap,
 // for a caller that judges files that are not records (a state file's
 // crash residue, judged by its name, link count and openers, never parsed).
+// With AnySize, a MaxSize above 0 caps the judged read instead
+// (CaptureFileWithin): a file larger at its fstat is refused
+// (record_too_large) unread, and one that grows past MaxSize while it is
+// read fails having read at most MaxSize+1 bytes, for a caller that bounded
+// the file on an lstat another process can outrun. The capture again after
+// the verdict never reads past the judged version's size.
 type Removal struct {
 	Quarantine       func() string
 	Judged, Removing func()
 	Unguarded        bool
 	AnySize          bool
+	MaxSize          int64
 }
 
 // RemoveIf is the judge-then-remove bracket. It opens name in d without
@@ -78,7 +85,10 @@ func (d *Dir) RemoveIf(name string, rm Removal, judge func(Captured) bool) error
 	}
 	defer f.Close()
 	capture := CaptureRecordFile
-	if rm.AnySize {
+	switch {
+	case rm.AnySize && rm.MaxSize > 0:
+		capture = func(f *os.File) ([]byte, Identity, error) { return CaptureFileWithin(f, rm.MaxSize) }
+	case rm.AnySize:
 		capture = CaptureFile
 	}
 	data, id, err := capture(f)
@@ -122,7 +132,9 @@ func guard(f *os.File) error {
 func unchanged(d *Dir, name, path string, judged Identity, anySize bool) error {
 	capture := d.CaptureRecord
 	if anySize {
-		capture = d.Capture
+		// Only the judged version passes: a file larger than it changed,
+		// and is not read past the judged size.
+		capture = func(name string) ([]byte, Identity, error) { return d.CaptureWithin(name, judged.Size) }
 	}
 	_, cur, err := capture(name)
 	switch {

@@ -48,18 +48,75 @@ func captureTree(d *Dir, name string) (*Tree, error) {
 		return nil, err
 	}
 	defer p.close()
-	return captureTreeAt(op, d.join(name), p.fd, base, nil)
+	return captureTreeAt(op, d.join(name), p.fd, base, nil, nil)
+}
+
+// RecaptureTree captures the tree at name beneath d again, for a caller
+// that holds the snapshot snap of it (a judged tree about to be removed)
+// and must not read whatever was planted since: the first entry that snap
+// does not have, or that is not snap's object (another inode or type, a
+// file of another size), is refused with identity_mismatch naming it
+// before a byte of it is read, and no file is read past its size in snap.
+// A tree that equals snap costs what snap's capture cost; any other costs
+// no more. Compare the result with snap for the full proof (times,
+// contents). RemoveTreeExact captures this way.
+func (d *Dir) RecaptureTree(name string, snap *Tree) (*Tree, error) {
+	const op = "capture tree"
+	if snap == nil || len(snap.Entries) == 0 || snap.Entries[0].Path != "" {
+		return nil, newErr(op, d.join(name), CodeInvalidRequest, "the snapshot is empty or not of a directory tree")
+	}
+	p, base, err := resolve(op, d, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return captureTreeAt(op, d.join(name), p.fd, base, nil, snap.index())
 }
 
 // captureTreeAt captures the tree at base beneath dirfd; a non-nil lim
-// bounds what the walk agrees to look at and read (CaptureTreeWithin).
-func captureTreeAt(op, path string, dirfd int, base string, lim *TreeLimits) (*Tree, error) {
+// bounds what the walk agrees to look at and read (CaptureTreeWithin), a
+// non-nil snap what it agrees to find (RecaptureTree).
+func captureTreeAt(op, path string, dirfd int, base string, lim *TreeLimits, snap treeIndex) (*Tree, error) {
 	fd, err := openTreeDir(op, path, dirfd, base)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close(fd)
-	return captureTreeFD(op, path, fd, lim)
+	return captureTreeFD(op, path, fd, lim, snap)
+}
+
+// treeIndex is a snapshot's entries by path, for a capture that must find
+// nothing else (RecaptureTree).
+type treeIndex map[string]Identity
+
+func (t *Tree) index() treeIndex {
+	ix := make(treeIndex, len(t.Entries))
+	for _, e := range t.Entries {
+		ix[e.Path] = e.Identity
+	}
+	return ix
+}
+
+// stranger describes how the entry rel, with lstat st, is not the
+// snapshot's (added since, another object, a file of another size), or ""
+// (always "" for a nil index: no snapshot to hold to). It is asked before
+// anything of the entry is read.
+func (ix treeIndex) stranger(rel string, st sys.Stat) string {
+	if ix == nil {
+		return ""
+	}
+	e, ok := ix[rel]
+	switch {
+	case !ok && st.Mode.IsRegular():
+		return fmt.Sprintf("%q was added after the snapshot (a file of %d bytes); it was not read", rel, st.Size)
+	case !ok:
+		return fmt.Sprintf("%q was added after the snapshot; it was not read", rel)
+	case st.Dev != e.Dev || st.Ino != e.Ino || st.Mode.Type() != e.Mode.Type():
+		return fmt.Sprintf("%q is another object than in the snapshot; it was not read", rel)
+	case st.Mode.IsRegular() && st.Size != e.Size:
+		return fmt.Sprintf("%q is %d bytes, %d in the snapshot; it was not read", rel, st.Size, e.Size)
+	}
+	return ""
 }
 
 func openTreeDir(op, path string, dirfd int, base string) (int, error) {
@@ -70,13 +127,13 @@ func openTreeDir(op, path string, dirfd int, base string) (int, error) {
 	return h.fd, nil
 }
 
-func captureTreeFD(op, path string, fd int, lim *TreeLimits) (*Tree, error) {
+func captureTreeFD(op, path string, fd int, lim *TreeLimits, snap treeIndex) (*Tree, error) {
 	st, err := sys.Fstat(fd)
 	if err != nil {
 		return nil, wrap(op, path, err)
 	}
 	t := &Tree{Entries: []TreeEntry{{Path: "", Identity: identityOf(st, [32]byte{})}}}
-	if err := t.add(op, path, fd, "", 1, lim); err != nil {
+	if err := t.add(op, path, fd, "", 1, lim, snap); err != nil {
 		return nil, err
 	}
 	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
@@ -84,8 +141,9 @@ func captureTreeFD(op, path string, fd int, lim *TreeLimits) (*Tree, error) {
 }
 
 // add adds the entries of the directory fd, at depth (its entries' depth:
-// the root's are 1) below the tree's root, within lim when it is not nil.
-func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeLimits) error {
+// the root's are 1) below the tree's root, within lim when it is not nil,
+// and holding to snap when it is not nil.
+func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeLimits, snap treeIndex) error {
 	names, err := sys.ReadDirNames(fd)
 	if err != nil {
 		return wrap(op, joinShown(path, prefix), err)
@@ -101,6 +159,9 @@ func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeL
 		if err != nil {
 			return wrap(op, where, err)
 		}
+		if what := snap.stranger(rel, st); what != "" {
+			return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: what}
+		}
 		if what := lim.breaks(rel, len(t.Entries)+1, depth, st); what != "" {
 			return tooLargeTree(op, path, what)
 		}
@@ -113,7 +174,7 @@ func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeL
 			st, err := sys.Fstat(h.fd)
 			if err == nil {
 				t.Entries = append(t.Entries, TreeEntry{Path: rel, Identity: identityOf(st, [32]byte{})})
-				err = t.add(op, path, h.fd, rel+"/", depth+1, lim)
+				err = t.add(op, path, h.fd, rel+"/", depth+1, lim, snap)
 			} else {
 				err = wrap(op, where, err)
 			}
@@ -126,7 +187,15 @@ func (t *Tree) add(op, path string, fd int, prefix string, depth int, lim *TreeL
 			if lim != nil {
 				max = lim.FileSize
 			}
+			if snap != nil {
+				// Never past the snapshot's size: a file that grows
+				// after the lstat above changed, and is not read on.
+				max = snap[rel].Size
+			}
 			_, id, err := captureAtMax(op, where, fd, n, false, max)
+			if snap != nil && errors.Is(err, ErrRecordTooLarge) {
+				err = grewPastSnapshot(op, where, rel, max)
+			}
 			if err != nil {
 				return err
 			}
@@ -192,6 +261,9 @@ func displayRel(p string) string {
 // path is free for a successor), fsyncs the parent, verifies the detached
 // tree again, and removes it bottom-up, verifying each entry before removing
 // it. Any difference is identity_mismatch and the differing object stays.
+// Each capture holds to the snapshot (RecaptureTree): an entry planted
+// since, or a file grown since, is refused by name before a byte of it is
+// read, so the removal never reads more than the snapshot's capture did.
 //
 // A crash after the detach leaves <path>.removing; calling RemoveTreeExact
 // again with the same snapshot finishes the removal.
@@ -220,9 +292,11 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 		}
 		return removeDetached(op, path, p.fd, base, removing, tree, true)
 	}
-	have, err := captureTreeAt(op, path, p.fd, base, nil)
+	// Held to the snapshot: whatever was planted in the tree since it was
+	// judged is refused unread (RecaptureTree), however large.
+	have, err := captureTreeAt(op, path, p.fd, base, nil, tree.index())
 	if err != nil {
-		return err
+		return nothingRemoved(err)
 	}
 	if diff := compareTrees(tree, have, false); diff != "" {
 		return &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: diff + "; nothing was removed"}
@@ -256,6 +330,24 @@ func removeTree(d *Dir, name string, tree *Tree) error {
 	return removeDetached(op, path, p.fd, base, removing, tree, false)
 }
 
+// grewPastSnapshot is the refusal of a snapshot's file found larger than
+// its snapshot size by the fstat before its read (it grew after the
+// lstat that checked it): not read.
+func grewPastSnapshot(op, where, rel string, size int64) error {
+	return &Error{Op: op, Path: where, Code: CodeIdentityMismatch,
+		Detail: fmt.Sprintf("%q grew past its size in the snapshot (%d bytes); it was not read", rel, size)}
+}
+
+// nothingRemoved is the error of removeTree's capture before the detach,
+// which said nothing of the removal: the tree is where it was.
+func nothingRemoved(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Detail != "" {
+		e.Detail += "; nothing was removed"
+	}
+	return err
+}
+
 // removeDetached removes the tree at the private name removing. In replay,
 // entries the crashed removal already deleted may be missing, and
 // directories may have changed by losing children.
@@ -266,7 +358,7 @@ func removeDetached(op, path string, dirfd int, base, removing string, tree *Tre
 	}
 	defer sys.Close(fd)
 	if !replay {
-		have, err := captureTreeFD(op, path, fd, nil)
+		have, err := captureTreeFD(op, path, fd, nil, tree.index())
 		var e *Error
 		switch {
 		case err != nil:
@@ -344,6 +436,10 @@ func removeEntry(op, detached string, rootfd int, e TreeEntry, replay bool) erro
 	if st.Dev != e.Identity.Dev || st.Ino != e.Identity.Ino || st.Mode.Type() != e.Identity.Mode.Type() {
 		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch, Detail: "not the object of the snapshot; left alone"}
 	}
+	if st.Mode.IsRegular() && st.Size != e.Identity.Size {
+		return &Error{Op: op, Path: where, Code: CodeIdentityMismatch,
+			Detail: fmt.Sprintf("%d bytes, %d in the snapshot; left alone, unread", st.Size, e.Identity.Size)}
+	}
 	if st.Mode.IsDir() {
 		hook.Fire(hook.TreeEntryChecked, where)
 		// As for the root (removeDetached): an empty directory renamed
@@ -359,7 +455,10 @@ func removeEntry(op, detached string, rootfd int, e TreeEntry, replay bool) erro
 		}
 		return nil
 	}
-	_, have, err := captureAt(op, where, p.fd, base, false)
+	_, have, err := captureAtMax(op, where, p.fd, base, false, e.Identity.Size)
+	if errors.Is(err, ErrRecordTooLarge) {
+		err = grewPastSnapshot(op, where, e.Path, e.Identity.Size)
+	}
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func (d *Dir) CaptureTreeWithin(name string, lim TreeLimits) (*Tree, error) {
 	if what := lookTree(p.fd, base, 0, new(int), &lim); what != "" {
 		return nil, tooLargeTree(op, path, what)
 	}
-	return captureTreeAt(op, path, p.fd, base, &lim)
+	return captureTreeAt(op, path, p.fd, base, &lim, nil)
 }
 
 // tooLargeTree is the refusal of a tree beyond its limits.

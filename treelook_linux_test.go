@@ -72,7 +72,7 @@ func TestCaptureTreeWithin(t *testing.T) {
 		var read []string
 		restore := hook.Set(hook.CaptureRead, func(p string) { read = append(read, p) })
 		err := d.Use(func(fd int) error {
-			_, err := captureTreeAt("capture tree", name, fd, name, &l)
+			_, err := captureTreeAt("capture tree", name, fd, name, &l, nil)
 			return err
 		})
 		restore()

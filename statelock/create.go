@@ -182,12 +182,22 @@ func (l *locker) retract(name string, f *os.File, created exactfs.Identity) erro
 // A record with a kernel slot (ofd_slot) is attested by the shared lock on
 // its slot's byte alone (slotLock), every other one by the exclusive lock
 // on the whole holder range.
+//
+// The same holds where the lock was taken but another open of the file
+// does not see it (exactfs.LockVisible, proved once per volume: a volume
+// that keeps locks per handle, an SMB handle that reconnected without its
+// locks): the record claims nothing ("kernel_lock" on Windows included),
+// and judges use the reference's rules on the record (pid, start time,
+// host), never "range free, holder gone".
 func lockOrPlain(f *os.File, rec *Record) (*Record, error) {
 	var err error
 	if rec.OfdSlot != 0 {
 		err = slotLock(f.Fd(), rec.OfdSlot)
 	} else {
 		err = ofdLock(f)
+	}
+	if err == nil && rec.Kernel() && !exactfs.LockVisible(f, ofdHeld) {
+		err = errOFDUnsupported
 	}
 	if errors.Is(err, errOFDUnsupported) {
 		plain := *rec

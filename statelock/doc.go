@@ -144,7 +144,9 @@
 //   - Waiters' order: advisory, among exactfs processes only.
 //   - Windows: every call refuses and creates nothing. The Windows path
 //     (create-new records, mkdir claims, the holder's LockFileEx on bytes
-//     2^39 to 2^40 of F.lock with "kernel_lock" in its record, sharing
+//     2^39 to 2^40 of F.lock with "kernel_lock" in its record, only on a
+//     volume where another open sees that lock (exactfs.LockVisible;
+//     elsewhere the record claims nothing and is judged by pid), sharing
 //     violations as contention, a reclaim guard on the sidecar) is built
 //     and tested under Wine behind internal/sys's switch, which programs
 //     keep off until the rest of the port is proved.

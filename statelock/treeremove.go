@@ -46,7 +46,9 @@ func (l *locker) removeTree(t treeRemoval) (freed bool, blocked string, err erro
 		defer release()
 	}
 	hook.Fire(t.afterVerdict, l.path(t.name))
-	now, err := l.dir.CaptureTree(t.name)
+	// Held to the judged tree: whatever was planted since the look is
+	// refused unread, however large.
+	now, err := l.dir.RecaptureTree(t.name, t.judged)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true, "", nil

@@ -276,29 +276,13 @@ func sameInodeAs(f *os.File, rec LeaseRecord) bool {
 	return err == nil && id.Dev == rec.Dev && id.Ino == rec.Ino
 }
 
-// visibleOn caches, per device, whether an attestation taken on one open
-// of a lock file is seen from another open of its path.
-var visibleOn sync.Map // dev -> bool
-
-// lockVisible checks, once per filesystem (device), that the attestation
-// just taken on the lock file lockName in d is visible from a second,
-// independent open of the same path: only then may the record claim it,
-// since a contender judges through its own open. A filesystem that keeps
-// byte-range locks per open, or per client, would make every holder look
-// dead.
-func lockVisible(d *exactfs.Dir, lockName string, dev uint64) bool {
-	if v, ok := visibleOn.Load(dev); ok {
-		return v.(bool)
-	}
-	g, err := d.OpenFile(lockName, os.O_RDONLY, 0)
-	if err != nil {
-		return false // unknown now; ask again next time
-	}
-	defer g.Close()
+// attestationSeen is the judge's question (liveness.Attested) asked
+// through another open of a lock file, for exactfs.LockVisible: a record
+// may claim its attestation only where a contender, judging through its
+// own open, would see it held.
+func attestationSeen(g *os.File) (held, known bool) {
 	k, ok := liveness.Attested(g)
-	visible := ok && k.Verdict == liveness.Alive
-	visibleOn.Store(dev, visible)
-	return visible
+	return ok && k.Verdict == liveness.Alive, ok
 }
 
 func describeHolder(rec LeaseRecord, why string) string {
@@ -332,7 +316,7 @@ func create(d *exactfs.Dir, lockName, path string, seenFence uint64, cfg leaseCo
 	// The attestation is taken before the first byte of the record that
 	// claims it, and lasts as long as f: a contender in this boot that
 	// finds no lock on the inode knows we are gone.
-	kernelLock := !cfg.noAttestation && liveness.HoldAttestation(f) && lockVisible(d, lockName, l.inode.Dev)
+	kernelLock := !cfg.noAttestation && liveness.HoldAttestation(f) && exactfs.LockVisible(f, attestationSeen)
 	// A provisional token from what this attempt has seen; the fence
 	// counter below settles it. The record is valid from the first write,
 	// so a contender never waits on a half-made lock longer than needed.

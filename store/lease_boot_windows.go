@@ -13,6 +13,6 @@ package store
 // then, and no holder: Dead is right), and on an SMB share the server
 // keeps every client's locks and refuses a conflicting one to any other
 // client, so a holder on another machine is seen as Alive. The lease's
-// own check (lockVisible, once per volume, from a second open) refuses
+// own check (exactfs.LockVisible, once per volume, from a second open) refuses
 // the claim on a volume where the holder's lock is not seen.
 func kernelRuleBoot(recBoot string) bool { return recBoot == bootID() }

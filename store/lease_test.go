@@ -493,3 +493,12 @@ func TestLeaseKernelRuleOnlyOnTheNamedInode(t *testing.T) {
 	}
 	acquire(t, dir, "self", WaitBudget(0))
 }
+
+// TestLeaseNoKernelLockWhereUnseen: see wantNoClaimWhereUnseen. It fails
+// without exactfs.LockVisible's hook in the lease's check.
+func TestLeaseNoKernelLockWhereUnseen(t *testing.T) {
+	if runtime.GOOS != "linux" || sys.Portable {
+		t.Skip("OFD locks are Linux-only; elsewhere no record claims the attestation")
+	}
+	wantNoClaimWhereUnseen(t)
+}

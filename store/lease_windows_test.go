@@ -275,3 +275,9 @@ func TestWindowsCommitLockAcrossProcesses(t *testing.T) {
 		t.Fatalf("Replace after the lock's holder was terminated: %v", err)
 	}
 }
+
+// TestWindowsLeaseNoKernelLockWhereUnseen: see wantNoClaimWhereUnseen.
+func TestWindowsLeaseNoKernelLockWhereUnseen(t *testing.T) {
+	winOpenGate(t)
+	wantNoClaimWhereUnseen(t)
+}

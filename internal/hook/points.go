@@ -34,6 +34,15 @@ const (
 	// link fallback, the predecessor ReplaceExpected exchanged out).
 	BeforeCleanup = "exactfs.write.before-cleanup"
 
+	// LockVisibleHidden, when set, makes LockVisible's second open answer
+	// "no lock held", as on a volume that keeps byte-range locks per
+	// handle, without caching the answer: tests of the callers that must
+	// then not claim their lock in a record.
+	LockVisibleHidden = "exactfs.lockvisible.hidden"
+	// LockVisibleAsked fires each time LockVisible opens the file once
+	// more and asks (not when it answers from its per-volume cache).
+	LockVisibleAsked = "exactfs.lockvisible.asked"
+
 	// UnlinkChecked fires after the object at the name was proved to be
 	// the expected one and before it is detached: a successor planted here
 	// must survive.
