@@ -193,15 +193,6 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	return acts
 }
 
-// sameAs is the verdict on a record Recover judged before: Dead (remove it)
-// when c is that very version, Unknown (keep it) otherwise.
-func sameAs(c liveness.Captured, judged exactfs.Identity) liveness.Judgement {
-	if !sameRecord(c.ID, judged) {
-		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "changed since it was judged"}
-	}
-	return liveness.Judgement{Verdict: liveness.Dead, Reason: "the version judged"}
-}
-
 // removedOrPending is a recovery step's outcome from its removal's error:
 // done (with residue pending or not), or refused with the error.
 func removedOrPending(err error) (done bool, _ error) {
@@ -239,55 +230,6 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 		a.Done, a.Err = removedOrPending(err)
 	}
 	return a, true
-}
-
-// recoverVerdict turns a recovery rule's evidence into the verdict Reclaim
-// acts on: Dead (remove) when there is evidence and the caller does not
-// keep it anyway (a dry run, a look).
-func recoverVerdict(evidence string, keep bool) liveness.Judgement {
-	if evidence == "" || keep {
-		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "kept"}
-	}
-	return liveness.Judgement{Verdict: liveness.Dead, Reason: evidence}
-}
-
-// residueEvidence is Recover's rule for a residue file of the given kind:
-// why it is provably safe to remove, or "" to keep it. No kernel lock may
-// be held on it, it must have one link and be RecoverResidueAge old.
-func residueEvidence(kind string, c liveness.Captured) string {
-	held, known := heldOnIt(c.File)
-	data, id := c.Data, c.ID
-	if held || id.Nlink != 1 || age(id) < RecoverResidueAge {
-		return ""
-	}
-	switch kind {
-	case "placeholder":
-		if len(data) != 0 {
-			return ""
-		}
-		return fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
-	case "quarantine":
-		// A quarantined record was detached from F.lock by an exact unlink
-		// that did not finish, or (off Linux) staged by a creator that died
-		// before publishing it (create_other.go); nobody holds a lock
-		// through this name either way.
-		if _, err := ParseRecord(data); err != nil && len(data) != 0 {
-			return ""
-		}
-		return fmt.Sprintf("%s, %s old", quarantineOrigin(data), roundDur(age(id)))
-	case "staging":
-		// An owner record staged for publishing whose creator died before
-		// the rename: no kernel lock is held on it any more. Where the
-		// kernel cannot tell, its creator (which writes it through the
-		// descriptor it would lock) must have it open no more.
-		if !known {
-			if w, _ := writerOf(c.File); w != exactfs.AnswerNo {
-				return ""
-			}
-		}
-		return fmt.Sprintf("unpublished owner record, %s old, %s", roundDur(age(id)), lockWords(known))
-	}
-	return ""
 }
 
 // placeholderFree picks a quarantine name for removing residue itself.
@@ -343,35 +285,4 @@ func (l *locker) recoverLock(dryRun bool) []Action {
 		a.Done, a.Err = removedOrPending(err)
 	}
 	return []Action{a}
-}
-
-// abandonedLock is Recover's rule for F.lock: a record that does not parse
-// (and is not the historical released:false shape, which Lock judges by
-// its pid), at least staleAge old, with no kernel lock on it. Where the
-// kernel cannot tell about locks, it must also be open for writing by no
-// process (the lease probe): every exactfs holder writes its record
-// through a writable descriptor it keeps, and a TypeScript writer keeps
-// one while the record is incomplete. It returns the evidence, or "" to
-// keep it; kept, when the rule holds but for an answer the kernel could
-// not give (what was found and why it is kept).
-func abandonedLock(c liveness.Captured) (evidence, kept string) {
-	s := newSnapshot(c.Data, c.ID)
-	held, known := heldOnIt(c.File)
-	if held || s.rec != nil || age(s.id) < staleAge {
-		return "", ""
-	}
-	if _, ok := historicalUnreleased(s.data); ok {
-		return "", ""
-	}
-	found := fmt.Sprintf("malformed owner record of %d bytes, %s old", len(s.data), roundDur(age(s.id)))
-	if !known {
-		switch writer, why := writerOf(c.File); writer {
-		case exactfs.AnswerNo:
-		case exactfs.AnswerYes:
-			return "", found + "; kept: " + why + ", and the kernel cannot tell here whether it holds a lock on it"
-		default:
-			return "", found + "; kept: " + why + ", nor whether a process holds a lock on it"
-		}
-	}
-	return found + ", " + lockWords(known) + ": its writer died between creating and writing it", ""
 }
