@@ -146,7 +146,7 @@
 //     (create-new records, mkdir claims, the holder's LockFileEx on bytes
 //     2^39 to 2^40 of F.lock with "kernel_lock" in its record, sharing
 //     violations as contention, a reclaim guard on the sidecar) is built
-//     and tested under Wine behind internal/sys's switch, which programs
+//     and tested under Wine behind the sys layer's switch, which programs
 //     keep off until the rest of the port is proved.
 //
 // What a cycle costs, call by call, and why each call is there:
