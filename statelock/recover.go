@@ -25,7 +25,7 @@ const (
 
 // Action is one step Recover took or, in a dry run, would take.
 type Action struct {
-	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging"; "keep-claim", "keep-lock"
+	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging", "remove-movedir"; "keep-claim", "keep-lock"
 	Path     string
 	Evidence string // why it is provably safe, for people; for a keep-: what was found, why it is kept, and how to remove it by hand
 	Done     bool   // false in a dry run, or when the step was refused; always false for a keep-
@@ -65,7 +65,14 @@ func lockWords(known bool) string {
 //     process holds a kernel lock (a TypeScript peer killed between creating
 //     and writing it), by exact unlink of the judged bytes under the claim;
 //   - exact-unlink placeholders (zero bytes, one link) and quarantined owner
-//     records at least RecoverResidueAge old, by exact unlink.
+//     records at least RecoverResidueAge old, by exact unlink;
+//   - the empty directory an exact directory move (Dir.MoveEmptyDir: a
+//     spare claim directory on its way to the claim's name) leaves at its
+//     private name when it is killed between its two renames, at least
+//     RecoverResidueAge old, ours or the directory owner's, by rmdir of
+//     the directory judged (judgeMoveAside). Anything else there (not a
+//     directory, a symlink, not empty, another user's) is kept: Inspect
+//     lists it with the reason.
 //
 // Where the kernel cannot tell whether a process holds a lock on the file
 // (no OFD locks: macOS), "no kernel lock" above is replaced by "open for
@@ -202,6 +209,8 @@ func removedOrPending(err error) (done bool, _ error) {
 func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	var kind string
 	switch r.Kind {
+	case "movedir":
+		return l.recoverMoveAside(r, dryRun)
 	case "placeholder":
 		kind = "remove-placeholder"
 	case "quarantine":
@@ -229,6 +238,45 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	if !dryRun {
 		a.Done, a.Err = removedOrPending(err)
 	}
+	return a, true
+}
+
+// captureMoveAside captures what is at name, a move's private name, for
+// judgeMoveAside: its lstat (never following a symlink) and, when it is a
+// directory, its exact tree within the lock's look limits.
+func (l *locker) captureMoveAside(name string) moveAside {
+	var m moveAside
+	m.st, m.lerr = l.dir.LstatRaw(name)
+	if m.lerr == nil && m.st.Mode.IsDir() {
+		m.tree, m.terr = l.captureTree(name)
+	}
+	return m
+}
+
+// recoverMoveAside removes the empty directory a killed Dir.MoveEmptyDir
+// left at its private name, when judgeMoveAside finds the evidence: it
+// captures the tree again just before the removal, which must be the very
+// tree judged (same inode, same times, still empty), and removes it by
+// rmdir, which removes only an empty directory and never follows a
+// symlink. Nobody else renames onto a mover's random name; an object
+// swapped in after the second capture could only be removed if it is an
+// empty directory as well.
+func (l *locker) recoverMoveAside(r Residue, dryRun bool) (Action, bool) {
+	a := Action{Kind: "remove-movedir", Path: l.path(r.Name)}
+	judged := l.captureMoveAside(r.Name)
+	a.Evidence, _ = l.judgeMoveAside(judged)
+	if a.Evidence == "" {
+		return a, false
+	}
+	if dryRun {
+		return a, true
+	}
+	if now, err := l.captureTree(r.Name); err != nil || !sameTree(now, judged.tree) {
+		a.Err = fmt.Errorf("%s changed since it was judged; left alone", a.Path)
+		return a, true
+	}
+	a.Err = l.dir.Rmdir(r.Name)
+	a.Done = a.Err == nil
 	return a, true
 }
 

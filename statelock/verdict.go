@@ -31,7 +31,7 @@ package statelock
 //     legacyDetached. Acted on by legacy.go (reclaimLegacy).
 //  5. Crash residue (SPEC §5.4, §2.7): stateResidue (which names the sweep
 //     judges), prejudgeResidue and judgeStateResidue (the holder's sweep
-//     under the lock), residueEvidence and movedirEvidence (Recover's
+//     under the lock), residueEvidence and judgeMoveAside (Recover's
 //     rules), recoverVerdict and sameAs (how a rule's evidence becomes a
 //     verdict). Acted on by residue.go (sweepResidue) and recover.go.
 //
@@ -740,4 +740,52 @@ func sameAs(c liveness.Captured, judged exactfs.Identity) liveness.Judgement {
 		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "changed since it was judged"}
 	}
 	return liveness.Judgement{Verdict: liveness.Dead, Reason: "the version judged"}
+}
+
+// moveAside is what is at a move's private name: its lstat (never
+// following a symlink) and, for a directory, its exact tree.
+type moveAside struct {
+	st   exactfs.RawStat
+	lerr error
+	tree *exactfs.Tree // nil unless st is a directory
+	terr error
+}
+
+// judgeMoveAside is the rule for the directory at a move's private name
+// (moveAsidePrefix: Dir.MoveEmptyDir renames the proved empty directory
+// there, then on to its destination; a mover killed between the two
+// renames leaves it), captured by captureMoveAside. The same rules as the other
+// private residue (SPEC §5.4): it must be ours or the directory owner's
+// (foreignOwner: the sticky-directory owner rule), a directory (a symlink
+// is never followed, a file never removed), empty, and at least
+// RecoverResidueAge old by its mtime, which the mover set to the time of
+// the move. evidence says why Recover may remove it; otherwise kept says
+// why it stays ("" when it is gone).
+func (l *locker) judgeMoveAside(m moveAside) (evidence, kept string) {
+	st, tree := m.st, m.tree
+	switch {
+	case m.lerr != nil:
+		return "", "cannot be looked at: " + m.lerr.Error()
+	case st.Mode&fs.ModeSymlink != 0:
+		return "", "a symlink: never followed or removed"
+	case !st.Mode.IsDir():
+		return "", "not a directory: a move leaves only a directory there; remove it by hand once you know what it is"
+	case m.terr != nil:
+		return "", "the directory cannot be described exactly: " + m.terr.Error()
+	}
+	root := tree.Root()
+	if root.Dev != st.Dev || root.Ino != st.Ino {
+		return "", "it changed while it was looked at"
+	}
+	if why := l.foreignOwner(root.Uid); why != "" {
+		return "", why + ": another user's directory is never removed (trust.go)"
+	}
+	if n := len(tree.Entries) - 1; n != 0 {
+		return "", fmt.Sprintf("not empty (%d entries): a move takes only an empty directory, so something wrote into it; "+
+			"it is never removed automatically: look at it and remove it by hand", n)
+	}
+	if a := age(root); a < RecoverResidueAge {
+		return "", fmt.Sprintf("%s old: a move may still be on its way through it (removed once it is %s old)", roundDur(a), RecoverResidueAge)
+	}
+	return fmt.Sprintf("empty directory left by an exact directory move killed between its two renames, %s old", roundDur(age(root))), ""
 }
