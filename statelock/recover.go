@@ -3,7 +3,6 @@ package statelock
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -134,39 +133,26 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		return nil // never: a claim directory is always empty
 	}
 	// What automatic reclaim refuses: no readable sidecar.
-	if cs.side != nil && cs.side.rec != nil {
+	dirAge, ok := claimRecoverable(cs)
+	if !ok {
 		return nil
 	}
-	if a0 := age(cs.tree.Root()); a0 < RecoverClaimAge {
-		return nil
-	} else {
-		a.Evidence = fmt.Sprintf("empty claim directory %s old with ", roundDur(a0))
-	}
-	var side *snapshot
+	var look recoverSidecar
 	if f, s, err := l.openCapture(l.sidecar); err == nil {
-		held, known := heldOnIt(f)
-		// A sidecar a process still has open for writing is being
-		// written, however old the claim looks: its taker is alive. Every
-		// exactfs taker also keeps it open for writing (it writes through
-		// the descriptor of its lock), so No covers an unknown lock too.
-		writer, why := writerOf(f)
+		look.s = s
+		look.held, look.known = heldOnIt(f)
+		look.writer, look.writerWhy = writerOf(f)
 		f.Close()
-		if held || writer == exactfs.AnswerYes || age(s.id) < RecoverClaimAge {
-			return nil
-		}
-		if writer != exactfs.AnswerNo {
-			a.Kind = KindKeepClaim
-			a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old; kept: %s, so its taker may be alive and writing it. "+
-				"If no process has %s open (check with lsof), remove both by hand: rmdir %s && rm %s",
-				len(s.data), roundDur(age(s.id)), why, l.path(l.sidecar), l.path(l.claim), l.path(l.sidecar))
-			return []Action{a}
-		}
-		side = s
-		a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old, %s", len(s.data), roundDur(age(s.id)), lockWords(known))
-	} else if errors.Is(err, fs.ErrNotExist) {
-		a.Evidence += "no sidecar"
 	} else {
+		look.err = err
+	}
+	kind, evidence, side, ok := l.judgeCrashedClaim(dirAge, look)
+	if !ok {
 		return nil
+	}
+	a.Kind, a.Evidence = kind, evidence
+	if kind == KindKeepClaim {
+		return []Action{a}
 	}
 	acts := []Action{a}
 	if side != nil {

@@ -15,18 +15,19 @@ package statelock
 //     → kernelVerdict (the OFD or slot lock on the very inode, §4.8) → the
 //     pid rules of package liveness; a record that does not parse:
 //     judgeMalformed (before this boot, the abandoned write, the historical
-//     released:false shape). Explicit recovery's rule for F.lock:
-//     abandonedLock. Acted on by take.go (reclaim under the claim) and
+//     released:false shape). What the acquisition does with the record it
+//     finds at the name (reuse a tombstone, replace one it may not adopt,
+//     remove a dead one, entomb a dead sidecar): judgeOccupant. Explicit
+//     recovery's rule for F.lock: abandonedLock. Acted on by take.go (reclaim under the claim) and
 //     recover.go (recoverLock).
 //  2. The claim's sidecar F.lock.transition.owner (SPEC §4.3, §4.8):
 //     judgeSidecar. Acted on through the claim (claim.go).
 //  3. The claim directory F.lock.transition (SPEC §4.3): judgeClaimDir on
 //     claimEvidence (ages from claimAges), emptyTree for a detached
 //     remainder, judgeSupersededClaim for the regular file of a superseded
-//     protocol at that name. Acted on by claim.go (reclaimStaleClaim) and
-//     recover.go (recoverClaim, whose rule for a claim without a readable
-//     sidecar stays there: it is interleaved with its captures and the
-//     actions it reports).
+//     protocol at that name; explicit recovery's rule for a claim without
+//     a readable sidecar: claimRecoverable, judgeCrashedClaim. Acted on by
+//     claim.go (reclaimStaleClaim) and recover.go (recoverClaim).
 //  4. A legacy directory lock F.lock/ (SPEC §4.5): judgeLegacy,
 //     legacyDetached. Acted on by legacy.go (reclaimLegacy).
 //  5. Crash residue (SPEC §5.4, §2.7): stateResidue (which names the sweep
@@ -336,6 +337,51 @@ func abandonedLock(c liveness.Captured) (evidence, kept string) {
 	return found + ", " + lockWords(known) + ": its writer died between creating and writing it", ""
 }
 
+// judgeOccupant is the acquisition's rule for the record it found at
+// name when creating its own there failed (SPEC §4.2, §4.4; the sidecar's,
+// with sidecar set, §4.3): s, captured through f, and distrust, why the
+// file may not be adopted ("" when it may: distrust). j is the verdict
+// liveness.Reclaim acts on (Dead: exact unlink of this version); v is the
+// owner-record verdict (zero for a tombstone), for the caller's contention
+// message; entomb asks the caller to rewrite a dead sidecar to a tombstone
+// in place (entombSidecar) instead of removing it.
+//   - a released tombstone is reused in place (Unknown: not removed),
+//     unless it may not be adopted (another user's, extra links, the wrong
+//     mode: trust.go): then it is replaced (Dead);
+//   - otherwise the owner-record rules decide (judgeRecord), and a
+//     malformed sidecar at least staleAge old is dead while we hold the
+//     claim directory;
+//   - a dead sidecar we may adopt is entombed, never unlinked.
+func (l *locker) judgeOccupant(s *snapshot, f *os.File, distrust string, sidecar bool) (v verdict, j liveness.Judgement, entomb bool) {
+	if s.released() && distrust != "" {
+		// Never reused (trust.go): replaced, by the exact unlink of
+		// this version and our own create.
+		return v, liveness.Judgement{Verdict: liveness.Dead, Reason: "a released tombstone we may not reuse (" + distrust + "): replaced"}, false
+	}
+	if s.released() {
+		return v, liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone: reused, not removed"}, false
+	}
+	v = l.judgeRecord(s, f)
+	if !v.dead() && sidecar && s.rec == nil && age(s.id) >= staleAge {
+		// A malformed sidecar while we hold the claim directory: its
+		// writer lost the claim long ago (the directory was removed by
+		// recovery) and died before writing it.
+		v.Judgement.Verdict, v.Judgement.Reason = liveness.Dead, "malformed sidecar older than 30s outside any claim"
+	}
+	if sidecar && distrust == "" && v.Judgement.Verdict == liveness.Dead {
+		// Never unlinked: we hold the claim directory we just made, and
+		// an unlink followed by our create leaves, should we be killed
+		// in between, a fresh claim directory with no sidecar, which
+		// nobody may break (only explicit recovery), so every peer
+		// would wait on it. Rewritten in place to a tombstone instead
+		// (entombSidecar: proved against these bytes), and then taken
+		// as any tombstone is. The model found it
+		// (internal/model BugSidecarUnlinkCreate).
+		return v, liveness.Judgement{Verdict: liveness.Unknown, Reason: "a dead sidecar: rewritten in place, not removed"}, true
+	}
+	return v, v.Judgement, false
+}
+
 // ---- 2. The claim's sidecar F.lock.transition.owner (SPEC §4.3, §4.8) ----
 
 // judgeSidecar judges the sidecar captured as s through f, the descriptor
@@ -504,6 +550,64 @@ func (l *locker) judgeSupersededClaim(c liveness.Captured) liveness.Judgement {
 		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone, left for explicit cleanup"}
 	}
 	return l.judgeRecord(s, c.File).Judgement
+}
+
+// claimRecoverable is the first step of Recover's rule for a crashed
+// claim that automatic reclaim refuses (judgeCrashedClaim): an empty
+// claim directory (inspectClaim's exact tree) whose sidecar is missing or
+// does not parse, at least RecoverClaimAge old. dirAge is its age.
+func claimRecoverable(cs claimState) (dirAge time.Duration, ok bool) {
+	if cs.side != nil && cs.side.rec != nil {
+		return 0, false
+	}
+	if a := age(cs.tree.Root()); a >= RecoverClaimAge {
+		return a, true
+	}
+	return 0, false
+}
+
+// recoverSidecar is what Recover found at the sidecar of a claim that
+// claimRecoverable accepts: its capture (s, or err), and the kernel's
+// answers through the descriptor it was read from: a kernel lock on it
+// (held; known: the kernel could tell), a writer (writer, writerWhy).
+type recoverSidecar struct {
+	s           *snapshot
+	err         error
+	held, known bool
+	writer      exactfs.Answer
+	writerWhy   string
+}
+
+// judgeCrashedClaim is Recover's rule for a claim directory dirAge old
+// that claimRecoverable accepts, by its sidecar (look). Its taker makes
+// the directory and writes the sidecar within milliseconds, so with no
+// sidecar at all the taker is dead (evidence: remove the claim). A
+// malformed sidecar must be at least RecoverClaimAge old, with no kernel
+// lock on it and open for writing by no process (its taker, alive, would
+// be writing it): then the claim and the sidecar (side) are removed. Where
+// the kernel cannot tell about a writer the claim is kept (kind
+// KindKeepClaim, with how to remove it by hand). ok false: nothing to do
+// (held, being written, too young, or the sidecar cannot be read).
+func (l *locker) judgeCrashedClaim(dirAge time.Duration, look recoverSidecar) (kind, evidence string, side *snapshot, ok bool) {
+	evidence = fmt.Sprintf("empty claim directory %s old with ", roundDur(dirAge))
+	switch s := look.s; {
+	case look.err != nil && errors.Is(look.err, fs.ErrNotExist):
+		return "remove-claim", evidence + "no sidecar", nil, true
+	case look.err != nil:
+		return "", "", nil, false
+	case look.held || look.writer == exactfs.AnswerYes || age(s.id) < RecoverClaimAge:
+		// A sidecar a process still has open for writing is being
+		// written, however old the claim looks: its taker is alive. Every
+		// exactfs taker also keeps it open for writing (it writes through
+		// the descriptor of its lock), so No covers an unknown lock too.
+		return "", "", nil, false
+	case look.writer != exactfs.AnswerNo:
+		return KindKeepClaim, evidence + fmt.Sprintf("a malformed sidecar of %d bytes, %s old; kept: %s, so its taker may be alive and writing it. "+
+			"If no process has %s open (check with lsof), remove both by hand: rmdir %s && rm %s",
+			len(s.data), roundDur(age(s.id)), look.writerWhy, l.path(l.sidecar), l.path(l.claim), l.path(l.sidecar)), nil, true
+	default:
+		return "remove-claim", evidence + fmt.Sprintf("a malformed sidecar of %d bytes, %s old, %s", len(s.data), roundDur(age(s.id)), lockWords(look.known)), s, true
+	}
 }
 
 // ---- 4. A legacy directory lock F.lock/ (SPEC §4.5) ----
