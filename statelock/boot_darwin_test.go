@@ -17,6 +17,13 @@ func TestDarwinBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, bootSlack, err := liveness.BootTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bootSlack != time.Minute {
+		t.Errorf("the slack of kern.boottime is %s, not a minute", bootSlack)
+	}
 	if before, ok := writtenBeforeBoot(start.Add(-2 * bootSlack).UnixNano()); !ok || !before {
 		t.Errorf("a record written %s before the boot (%s): before=%v ok=%v", 2*bootSlack, start, before, ok)
 	}

@@ -8,7 +8,7 @@ import (
 
 // transientBusy reports a refusal that Windows gives a name someone is
 // using right now, which is contention to wait out, never a failure:
-// internal/sys maps ERROR_SHARING_VIOLATION (another handle's share mode
+// the internal sys package maps ERROR_SHARING_VIOLATION (another handle's share mode
 // excludes ours: a scanner, an indexer, a reader that opened without
 // FILE_SHARE_DELETE) and STATUS_DELETE_PENDING (a name whose file or
 // directory was deleted while a handle keeps it: legacy delete semantics,

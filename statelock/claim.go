@@ -5,21 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/liveness"
 )
-
-// claimMinAge: a claim directory younger than this is never judged. Its
-// taker makes the directory and then writes the sidecar; until it has, the
-// sidecar still shows whatever the previous taker left (a tombstone, or a
-// dead record that a half-finished reclaim did not remove yet), which says
-// nothing about the new taker. A live taker is past that step within
-// milliseconds. The same one second is the reference's tombstone rule.
-const claimMinAge = time.Second
 
 // takeClaim takes the transition claim: the directory F.lock.transition
 // (made by mkdir, or a spare renamed onto the name without replace: either
@@ -183,82 +174,9 @@ type claimState struct {
 	future  bool // the directory's or the sidecar's mtime is ahead of the clock
 }
 
-// futureSeen remembers when this process first saw each claim version
-// whose directory or sidecar mtime is in the future (claimVersion -> the
-// time of that first look, monotonic). See claimAges.
-var (
-	futureMu   sync.Mutex
-	futureSeen = map[claimVersion]time.Time{}
-)
-
-// claimVersion is one version of a claim: its directory and its sidecar
-// (zero when unreadable), each down to its bytes and times.
-type claimVersion struct {
-	dir  exactfs.Identity
-	side exactfs.Identity
-}
-
-// claimAges returns the ages the crashed-claim rules go by: the
-// directory's and the sidecar's (0 without one) mtime ages, or, when
-// either mtime is ahead of the clock (the clock was stepped back after
-// they were written), how long this process has seen exactly this claim
-// version, unchanged. The rules need only "no taker has touched it for a
-// second" (claimMinAge): a live taker writes and locks its sidecar within
-// microseconds of making the directory, and that write is a new version.
-// An mtime in the future says nothing about when it was written, so it is
-// replaced by an observation: a claim seen unchanged for claimMinAge, no
-// kernel lock on its sidecar, is as old as the rules need, whatever the
-// clock said when it was written. future reports the substitution.
-func claimAges(dir exactfs.Identity, side *snapshot) (dirAge, sideAge time.Duration, future bool) {
-	dirAge = age(dir)
-	var sid exactfs.Identity
-	if side != nil {
-		sid = side.id
-		sideAge = age(sid)
-	}
-	if dirAge >= 0 && sideAge >= 0 {
-		return dirAge, sideAge, false
-	}
-	v := claimVersion{dir: dir, side: sid}
-	v.dir.CtimeNs, v.side.CtimeNs = 0, 0 // a neighbour's rename touches ctime
-	futureMu.Lock()
-	first, ok := futureSeen[v]
-	if !ok {
-		if len(futureSeen) >= 64 {
-			clear(futureSeen) // a bound on a table that only crashed claims fill
-		}
-		first = time.Now()
-		futureSeen[v] = first
-	}
-	futureMu.Unlock()
-	seen := time.Since(first)
-	return seen, seen, true
-}
-
-// futureWhy explains the substitution of claimAges for people.
-func futureWhy(dir exactfs.Identity, side *snapshot, seen time.Duration) string {
-	ahead := -age(dir)
-	if side != nil && -age(side.id) > ahead {
-		ahead = -age(side.id)
-	}
-	return fmt.Sprintf("its modification time is %s in the future (the clock was stepped back?), so its age is how long "+
-		"it has been seen unchanged: %s", roundDur(ahead), roundDur(seen))
-}
-
-// inspectClaim judges the claim directory and its sidecar by the
-// crashed-claim rules below (the TypeScript reference has none: it strands
-// such a claim), our kernel-lock and power-loss rules included. A claim is
-// stale when:
-//   - the directory is empty (an exact tree snapshot proves it) and at least
-//     claimMinAge old, no OFD lock is held on the sidecar (an exactfs taker
-//     holds one for the whole claim), and the sidecar either names a dead,
-//     host-qualified owner or is a tombstone at least one second old (the
-//     holder died between releasing the sidecar and the rmdir); or
-//   - the directory was made before the current boot (its taker is gone,
-//     whatever the sidecar says).
-//
-// A claim directory without a readable sidecar is never broken
-// automatically; Recover can, with evidence.
+// inspectClaim captures the claim directory (an exact tree snapshot) and
+// its sidecar, and judges them by the crashed-claim rule (judgeSidecar,
+// judgeClaimDir: verdict.go).
 func (l *locker) inspectClaim() claimState {
 	var st claimState
 	fi, err := l.dir.Lstat(l.claim)
@@ -277,14 +195,7 @@ func (l *locker) inspectClaim() claimState {
 	var v verdict
 	held := false
 	if f != nil {
-		held, _ = ofdHeld(f)
-		if held {
-			v = verdict{Judgement: liveness.Judgement{Verdict: liveness.Alive, Reason: "an exactfs taker holds its kernel lock"}}
-		} else if s.released() {
-			v = verdict{Judgement: liveness.Judgement{Verdict: liveness.Dead, Reason: "released tombstone"}}
-		} else {
-			v = l.judgeRecord(s, f)
-		}
+		v, held = l.judgeSidecar(s, f)
 		f.Close()
 		st.verdict = v.Judgement.String()
 	}
@@ -292,39 +203,12 @@ func (l *locker) inspectClaim() claimState {
 	if st.treeErr == nil {
 		dirAge, sideAge, st.future = claimAges(st.tree.Root(), s)
 	}
-	switch {
-	case st.treeErr != nil:
-		st.why = "the claim cannot be described exactly: " + st.treeErr.Error()
-	case len(st.tree.Entries) != 1:
-		st.why = "the claim directory is not empty; it is never removed automatically"
-	case beforeBoot(st.tree.Root().MtimeNs):
-		st.stale, st.why = true, "the claim directory was made before the current boot"
-	case dirAge < claimMinAge:
-		st.why = "the claim is younger than 1s"
-	case s == nil:
-		st.why = "no readable sidecar; only explicit recovery can remove this claim"
-	case held:
-		st.why = "held: " + st.verdict
-	case s.released() && sideAge >= claimMinAge:
-		st.stale, st.why = true, "the sidecar is a tombstone at least 1s old: the holder died before removing the claim"
-	case s.released():
-		st.why = "the sidecar tombstone is younger than 1s"
-	case v.dead() && s.rec != nil && s.rec.HostID != "":
-		st.stale, st.why = true, "the sidecar's owner is dead: "+st.verdict
-	case v.dead() && s.rec == nil:
-		st.stale, st.why = true, "the sidecar is malformed: "+v.Reason
-	default:
-		st.why = "the sidecar's owner is not provably dead: " + st.verdict
-	}
+	st.stale, st.why = judgeClaimDir(claimEvidence{tree: st.tree, treeErr: st.treeErr, side: s, sideVerdict: v, sideText: st.verdict,
+		held: held, dirAge: dirAge, sideAge: sideAge})
 	if st.future {
 		st.why += "; " + futureWhy(st.tree.Root(), s, dirAge)
 	}
 	return st
-}
-
-func beforeBoot(mtimeNs int64) bool {
-	b, ok := writtenBeforeBoot(mtimeNs)
-	return ok && b
 }
 
 // reclaimStaleClaim removes a crashed claim when inspectClaim says it may:
@@ -448,9 +332,6 @@ func (l *locker) entombSidecar(judged *snapshot) (ok bool, err error) {
 	return false, err
 }
 
-// emptyTree accepts the detached tree of a claim: an empty directory.
-func emptyTree(t *exactfs.Tree) bool { return len(t.Entries) == 1 }
-
 // replayDetached finishes the removal of a directory that an exact tree
 // removal detached to name+".removing" and did not finish: its remover was
 // killed after the detach (replaying the removal completes it).
@@ -530,13 +411,7 @@ func (l *locker) reclaimSupersededClaim() (bool, error) {
 	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true,
 		Judged:   func() { hook.Fire(hook.LockAfterClaimInspection, l.path(l.claim)) },
 		Removing: func() { hook.Fire(hook.LockBeforeClaimRemoval, l.path(l.claim)) }}
-	j, err := liveness.Reclaim(l.dir, l.claim, rm, func(c liveness.Captured) liveness.Judgement {
-		s := newSnapshot(c.Data, c.ID)
-		if s.released() {
-			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone, left for explicit cleanup"}
-		}
-		return l.judgeRecord(s, c.File).Judgement
-	})
+	j, err := liveness.Reclaim(l.dir, l.claim, rm, l.judgeSupersededClaim)
 	switch {
 	case j.Verdict == liveness.Dead:
 		if err := exactRemoved(err); err != nil {

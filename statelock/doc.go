@@ -148,7 +148,7 @@
 //     volume where another open sees that lock (exactfs.LockVisible;
 //     elsewhere the record claims nothing and is judged by pid), sharing
 //     violations as contention, a reclaim guard on the sidecar) is built
-//     and tested under Wine behind internal/sys's switch, which programs
+//     and tested under Wine behind the sys layer's switch, which programs
 //     keep off until the rest of the port is proved.
 //
 // What a cycle costs, call by call, and why each call is there:

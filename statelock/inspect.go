@@ -56,14 +56,16 @@ type ClaimStatus struct {
 // operation, or a TypeScript peer's temporary state file.
 type Residue struct {
 	Name string
-	Kind string // "quarantine", "placeholder", "removing", "staging" or "temp"
+	Kind string // "quarantine", "placeholder", "removing", "staging", "temp" or "movedir"
 	Size int64
 	Age  time.Duration
 	// For the state file's own staging and temporary files (residue.go):
 	// Removed says the holder that swept them removed this one (Held.Residue);
 	// Removable says the sweep would remove it now (Inspect): the next
 	// process to take this lock, or to reclaim it, does; Note says why it
-	// was, or would be, removed or kept.
+	// was, or would be, removed or kept. For a "movedir" directory (an
+	// exact directory move killed between its renames) Note says whether
+	// Recover removes it, or why it is kept.
 	Removed   bool
 	Removable bool
 	Note      string
@@ -85,6 +87,11 @@ type Status struct {
 const (
 	quarantinePrefix  = ".gjc-delete-session-state-lock-"
 	placeholderPrefix = ".gjc-exact-unlink-placeholder-"
+	// moveAsidePrefix starts the private name Dir.MoveEmptyDir passes a
+	// directory through between its two renames (the root's movePrefix,
+	// which it does not export; TestRecoverMoveAside pins the two
+	// together by the name a real move uses).
+	moveAsidePrefix = exactfs.QuarantinePrefix + "movedir-"
 )
 
 // Inspect describes the lock of stateFile without changing anything: what
@@ -178,6 +185,13 @@ func Inspect(stateFile string, opts ...Option) (Status, error) {
 				r.Note += "; the next process to take this lock, or the next holder to reclaim it from a dead one, removes it"
 			}
 		}
+		if r := &st.Residue[i]; r.Kind == "movedir" {
+			if evidence, kept := l.judgeMoveAside(l.captureMoveAside(r.Name)); evidence != "" {
+				r.Note = "exactfs recover removes it: " + evidence
+			} else {
+				r.Note = "kept: " + kept
+			}
+		}
 	}
 	return st, nil
 }
@@ -209,6 +223,8 @@ func (l *locker) residue() ([]Residue, error) {
 			kind = "quarantine"
 		case strings.HasPrefix(n, placeholderPrefix):
 			kind = "placeholder"
+		case strings.HasPrefix(n, moveAsidePrefix):
+			kind = "movedir"
 		case n == l.claim+exactfs.RemovingSuffix || n == l.lockName+exactfs.RemovingSuffix:
 			kind = "removing"
 		case l.isTempName(n):

@@ -2,12 +2,10 @@ package statelock
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
-	"github.com/exactfs/exactfs/liveness"
 )
 
 // sameTree reports whether two tree snapshots describe the same directory
@@ -20,60 +18,6 @@ func sameTree(a, b *exactfs.Tree) bool {
 	}
 	for i := range a.Entries {
 		if a.Entries[i] != b.Entries[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// legacyJudgement is the verdict on a legacy F.lock/ directory and its
-// evidence, for reclaim and for Inspect.
-type legacyJudgement struct {
-	stale  bool
-	why    string
-	holder string
-}
-
-// judgeLegacy renders the legacy-directory verdict on the captured tree: stale
-// only if info parses, its owner is host-qualified as local (or the
-// host-local option vouches for an unqualified one) and provably dead; or if
-// the directory is empty and older than 30 s. The info bytes judged must be
-// the very file the tree snapshot holds (same inode and digest), so the
-// verdict speaks for that snapshot and nothing else.
-func (l *locker) judgeLegacy(tree *exactfs.Tree) legacyJudgement {
-	if len(tree.Entries) == 1 {
-		if a := age(tree.Root()); a >= staleAge {
-			return legacyJudgement{stale: true, why: fmt.Sprintf("empty legacy directory, %s old", roundDur(a))}
-		}
-		return legacyJudgement{why: "empty legacy directory younger than 30s", holder: "an empty legacy lock directory"}
-	}
-	var info *exactfs.TreeEntry
-	for i := range tree.Entries {
-		if tree.Entries[i].Path == "info" {
-			info = &tree.Entries[i]
-		}
-	}
-	if info == nil || !info.Identity.Mode.IsRegular() {
-		return legacyJudgement{why: "legacy directory without an info file", holder: "a legacy lock directory without info"}
-	}
-	data, id, err := l.dir.CaptureRecord(l.lockName + "/info")
-	if err != nil || !id.SameContent(info.Identity) {
-		return legacyJudgement{why: "legacy info changed or unreadable", holder: "a legacy lock directory"}
-	}
-	li, err := parseLegacyInfo(data)
-	if err != nil {
-		return legacyJudgement{why: err.Error(), holder: "a legacy lock directory with malformed info"}
-	}
-	j := l.judge.Judge(liveness.Owner{Pid: int(li.Pid), StartTime: li.StartTime, StartTimeFormat: li.StartTimeFormat, HostID: li.HostID})
-	holder := fmt.Sprintf("legacy directory of pid %d (%s)", li.Pid, j)
-	return legacyJudgement{stale: j.Verdict == liveness.Dead, why: j.String(), holder: holder}
-}
-
-// legacyDetached accepts what an interrupted removal of a legacy directory
-// leaves detached: the directory, with its info file or without it.
-func legacyDetached(t *exactfs.Tree) bool {
-	for _, e := range t.Entries[1:] {
-		if e.Path != "info" {
 			return false
 		}
 	}

@@ -3,7 +3,6 @@ package statelock
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -25,7 +24,7 @@ const (
 
 // Action is one step Recover took or, in a dry run, would take.
 type Action struct {
-	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging"; "keep-claim", "keep-lock"
+	Kind     string // "remove-claim", "remove-sidecar", "remove-lock", "remove-placeholder", "remove-quarantine", "remove-staging", "remove-movedir"; "keep-claim", "keep-lock"
 	Path     string
 	Evidence string // why it is provably safe, for people; for a keep-: what was found, why it is kept, and how to remove it by hand
 	Done     bool   // false in a dry run, or when the step was refused; always false for a keep-
@@ -65,7 +64,14 @@ func lockWords(known bool) string {
 //     process holds a kernel lock (a TypeScript peer killed between creating
 //     and writing it), by exact unlink of the judged bytes under the claim;
 //   - exact-unlink placeholders (zero bytes, one link) and quarantined owner
-//     records at least RecoverResidueAge old, by exact unlink.
+//     records at least RecoverResidueAge old, by exact unlink;
+//   - the empty directory an exact directory move (Dir.MoveEmptyDir: a
+//     spare claim directory on its way to the claim's name) leaves at its
+//     private name when it is killed between its two renames, at least
+//     RecoverResidueAge old, ours or the directory owner's, by rmdir of
+//     the directory judged (judgeMoveAside). Anything else there (not a
+//     directory, a symlink, not empty, another user's) is kept: Inspect
+//     lists it with the reason.
 //
 // Where the kernel cannot tell whether a process holds a lock on the file
 // (no OFD locks: macOS), "no kernel lock" above is replaced by "open for
@@ -127,39 +133,26 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 		return nil // never: a claim directory is always empty
 	}
 	// What automatic reclaim refuses: no readable sidecar.
-	if cs.side != nil && cs.side.rec != nil {
+	dirAge, ok := claimRecoverable(cs)
+	if !ok {
 		return nil
 	}
-	if a0 := age(cs.tree.Root()); a0 < RecoverClaimAge {
-		return nil
-	} else {
-		a.Evidence = fmt.Sprintf("empty claim directory %s old with ", roundDur(a0))
-	}
-	var side *snapshot
+	var look recoverSidecar
 	if f, s, err := l.openCapture(l.sidecar); err == nil {
-		held, known := heldOnIt(f)
-		// A sidecar a process still has open for writing is being
-		// written, however old the claim looks: its taker is alive. Every
-		// exactfs taker also keeps it open for writing (it writes through
-		// the descriptor of its lock), so No covers an unknown lock too.
-		writer, why := writerOf(f)
+		look.s = s
+		look.held, look.known = heldOnIt(f)
+		look.writer, look.writerWhy = writerOf(f)
 		f.Close()
-		if held || writer == exactfs.AnswerYes || age(s.id) < RecoverClaimAge {
-			return nil
-		}
-		if writer != exactfs.AnswerNo {
-			a.Kind = KindKeepClaim
-			a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old; kept: %s, so its taker may be alive and writing it. "+
-				"If no process has %s open (check with lsof), remove both by hand: rmdir %s && rm %s",
-				len(s.data), roundDur(age(s.id)), why, l.path(l.sidecar), l.path(l.claim), l.path(l.sidecar))
-			return []Action{a}
-		}
-		side = s
-		a.Evidence += fmt.Sprintf("a malformed sidecar of %d bytes, %s old, %s", len(s.data), roundDur(age(s.id)), lockWords(known))
-	} else if errors.Is(err, fs.ErrNotExist) {
-		a.Evidence += "no sidecar"
 	} else {
+		look.err = err
+	}
+	kind, evidence, side, ok := l.judgeCrashedClaim(dirAge, look)
+	if !ok {
 		return nil
+	}
+	a.Kind, a.Evidence = kind, evidence
+	if kind == KindKeepClaim {
+		return []Action{a}
 	}
 	acts := []Action{a}
 	if side != nil {
@@ -193,15 +186,6 @@ func (l *locker) recoverClaim(dryRun bool) []Action {
 	return acts
 }
 
-// sameAs is the verdict on a record Recover judged before: Dead (remove it)
-// when c is that very version, Unknown (keep it) otherwise.
-func sameAs(c liveness.Captured, judged exactfs.Identity) liveness.Judgement {
-	if !sameRecord(c.ID, judged) {
-		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "changed since it was judged"}
-	}
-	return liveness.Judgement{Verdict: liveness.Dead, Reason: "the version judged"}
-}
-
 // removedOrPending is a recovery step's outcome from its removal's error:
 // done (with residue pending or not), or refused with the error.
 func removedOrPending(err error) (done bool, _ error) {
@@ -211,6 +195,8 @@ func removedOrPending(err error) (done bool, _ error) {
 func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	var kind string
 	switch r.Kind {
+	case "movedir":
+		return l.recoverMoveAside(r, dryRun)
 	case "placeholder":
 		kind = "remove-placeholder"
 	case "quarantine":
@@ -241,53 +227,43 @@ func (l *locker) recoverResidue(r Residue, dryRun bool) (Action, bool) {
 	return a, true
 }
 
-// recoverVerdict turns a recovery rule's evidence into the verdict Reclaim
-// acts on: Dead (remove) when there is evidence and the caller does not
-// keep it anyway (a dry run, a look).
-func recoverVerdict(evidence string, keep bool) liveness.Judgement {
-	if evidence == "" || keep {
-		return liveness.Judgement{Verdict: liveness.Unknown, Reason: "kept"}
+// captureMoveAside captures what is at name, a move's private name, for
+// judgeMoveAside: its lstat (never following a symlink) and, when it is a
+// directory, its exact tree within the lock's look limits.
+func (l *locker) captureMoveAside(name string) moveAside {
+	var m moveAside
+	m.st, m.lerr = l.dir.LstatRaw(name)
+	if m.lerr == nil && m.st.Mode.IsDir() {
+		m.tree, m.terr = l.captureTree(name)
 	}
-	return liveness.Judgement{Verdict: liveness.Dead, Reason: evidence}
+	return m
 }
 
-// residueEvidence is Recover's rule for a residue file of the given kind:
-// why it is provably safe to remove, or "" to keep it. No kernel lock may
-// be held on it, it must have one link and be RecoverResidueAge old.
-func residueEvidence(kind string, c liveness.Captured) string {
-	held, known := heldOnIt(c.File)
-	data, id := c.Data, c.ID
-	if held || id.Nlink != 1 || age(id) < RecoverResidueAge {
-		return ""
+// recoverMoveAside removes the empty directory a killed Dir.MoveEmptyDir
+// left at its private name, when judgeMoveAside finds the evidence: it
+// captures the tree again just before the removal, which must be the very
+// tree judged (same inode, same times, still empty), and removes it by
+// rmdir, which removes only an empty directory and never follows a
+// symlink. Nobody else renames onto a mover's random name; an object
+// swapped in after the second capture could only be removed if it is an
+// empty directory as well.
+func (l *locker) recoverMoveAside(r Residue, dryRun bool) (Action, bool) {
+	a := Action{Kind: "remove-movedir", Path: l.path(r.Name)}
+	judged := l.captureMoveAside(r.Name)
+	a.Evidence, _ = l.judgeMoveAside(judged)
+	if a.Evidence == "" {
+		return a, false
 	}
-	switch kind {
-	case "placeholder":
-		if len(data) != 0 {
-			return ""
-		}
-		return fmt.Sprintf("empty single-link placeholder, %s old", roundDur(age(id)))
-	case "quarantine":
-		// A quarantined record was detached from F.lock by an exact unlink
-		// that did not finish, or (off Linux) staged by a creator that died
-		// before publishing it (create_other.go); nobody holds a lock
-		// through this name either way.
-		if _, err := ParseRecord(data); err != nil && len(data) != 0 {
-			return ""
-		}
-		return fmt.Sprintf("%s, %s old", quarantineOrigin(data), roundDur(age(id)))
-	case "staging":
-		// An owner record staged for publishing whose creator died before
-		// the rename: no kernel lock is held on it any more. Where the
-		// kernel cannot tell, its creator (which writes it through the
-		// descriptor it would lock) must have it open no more.
-		if !known {
-			if w, _ := writerOf(c.File); w != exactfs.AnswerNo {
-				return ""
-			}
-		}
-		return fmt.Sprintf("unpublished owner record, %s old, %s", roundDur(age(id)), lockWords(known))
+	if dryRun {
+		return a, true
 	}
-	return ""
+	if now, err := l.captureTree(r.Name); err != nil || !sameTree(now, judged.tree) {
+		a.Err = fmt.Errorf("%s changed since it was judged; left alone", a.Path)
+		return a, true
+	}
+	a.Err = l.dir.Rmdir(r.Name)
+	a.Done = a.Err == nil
+	return a, true
 }
 
 // placeholderFree picks a quarantine name for removing residue itself.
@@ -343,35 +319,4 @@ func (l *locker) recoverLock(dryRun bool) []Action {
 		a.Done, a.Err = removedOrPending(err)
 	}
 	return []Action{a}
-}
-
-// abandonedLock is Recover's rule for F.lock: a record that does not parse
-// (and is not the historical released:false shape, which Lock judges by
-// its pid), at least staleAge old, with no kernel lock on it. Where the
-// kernel cannot tell about locks, it must also be open for writing by no
-// process (the lease probe): every exactfs holder writes its record
-// through a writable descriptor it keeps, and a TypeScript writer keeps
-// one while the record is incomplete. It returns the evidence, or "" to
-// keep it; kept, when the rule holds but for an answer the kernel could
-// not give (what was found and why it is kept).
-func abandonedLock(c liveness.Captured) (evidence, kept string) {
-	s := newSnapshot(c.Data, c.ID)
-	held, known := heldOnIt(c.File)
-	if held || s.rec != nil || age(s.id) < staleAge {
-		return "", ""
-	}
-	if _, ok := historicalUnreleased(s.data); ok {
-		return "", ""
-	}
-	found := fmt.Sprintf("malformed owner record of %d bytes, %s old", len(s.data), roundDur(age(s.id)))
-	if !known {
-		switch writer, why := writerOf(c.File); writer {
-		case exactfs.AnswerNo:
-		case exactfs.AnswerYes:
-			return "", found + "; kept: " + why + ", and the kernel cannot tell here whether it holds a lock on it"
-		default:
-			return "", found + "; kept: " + why + ", nor whether a process holds a lock on it"
-		}
-	}
-	return found + ", " + lockWords(known) + ": its writer died between creating and writing it", ""
 }

@@ -2,13 +2,10 @@ package statelock
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/liveness"
@@ -42,7 +39,8 @@ import (
 // Held.Residue for the sweep, in Inspect's Status.Residue for a look.
 // Holding the lock is what makes the proof sufficient: no cooperating
 // writer of F, Go or TypeScript, is between its staging and its commit
-// while we hold it.
+// while we hold it. The rules themselves are verdict.go's (5. Crash
+// residue); this file finds the names and acts on the verdicts.
 
 // tsTempName matches the suffix of a TypeScript reference worker's temp
 // file after F: ".tmp-<pid>-<uuid>".
@@ -62,22 +60,6 @@ func (l *locker) tempPid(n string) int {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	return pid
-}
-
-// stateResidue reports whether r is staging or temp residue that the
-// sweep judges: F's own, and that of the lock's records (an owner record or
-// sidecar staged by publishRecord whose creator died before the rename;
-// the creator holds its descriptor, with the OFD lock, from the create on,
-// so "open nowhere" proves it dead just the same).
-func (l *locker) stateResidue(r Residue) bool {
-	switch r.Kind {
-	case "temp":
-		return true
-	case "staging":
-		dest, _ := exactfs.StagingTarget(r.Name)
-		return dest == l.base || dest == l.lockName || dest == l.sidecar
-	}
-	return false
 }
 
 // swept remembers the state files whose lock this process has held once
@@ -141,110 +123,6 @@ func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 		return "not a regular file"
 	}
 	return "cannot be opened or read exactly: " + err.Error()
-}
-
-// residueFloor is the least size bound of residue the sweep reads
-// (residueBound).
-const residueFloor = 64 << 20
-
-// residueBound is the largest staging or temp file of F the sweep will
-// capture: a writer's residue is a copy of a version of F, or a record, so
-// nothing we write is much larger than F is now unless F shrank. The bound
-// is four times F's current size, and never less than residueFloor (an
-// update that shrank F a lot, a TypeScript peer's larger version). A
-// larger file is kept and reported, unread: the sweep runs under the lock,
-// and reading another writer's gigabyte there would hold every process of
-// F behind it.
-func (l *locker) residueBound() int64 {
-	bound := int64(residueFloor)
-	if st, err := l.dir.LstatRaw(l.base); err == nil && st.Size > bound/4 {
-		bound = 4 * st.Size
-	}
-	return bound
-}
-
-// prejudgeResidue keeps r on what an lstat already says, before a byte of
-// it is read: another user's file (kept whatever its bytes: trust.go), a
-// hard link, anything but a regular file, or a file larger than
-// residueBound. Capturing first let another uid's planted 1 GiB sparse
-// file named like our staging residue be read whole under the lock by
-// every process's first acquisition (22 s and 2.6 GB per update). Keeping
-// is always safe; a file that passes here is judged again, on the
-// captured descriptor (judgeStateResidue), so a file that changes between
-// the lstat and the capture gains nothing.
-func (l *locker) prejudgeResidue(r Residue) string {
-	st, err := l.dir.LstatRaw(r.Name)
-	if err != nil {
-		return "" // the capture reports it (not_found, ...)
-	}
-	if why := l.foreignOwner(st.Uid); why != "" {
-		return why + ": another user's file is never removed (trust.go), nor read"
-	}
-	switch {
-	case st.Mode&fs.ModeSymlink != 0:
-		return "a symlink: never followed or removed"
-	case !st.Mode.IsRegular():
-		return "not a regular file"
-	case st.Nlink != 1:
-		return fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", st.Nlink)
-	}
-	if b := l.residueBound(); st.Size > b {
-		return fmt.Sprintf("%d bytes, larger than anything a writer of this state file leaves (at most %d: four times the state file, at least %d MiB); "+
-			"not read under the lock: remove it by hand once you know its writer is gone", st.Size, b, residueFloor>>20)
-	}
-	return ""
-}
-
-// judgeStateResidue proves what it can about r, captured as c (its bytes
-// and identity, and the descriptor the kernel is asked through): "" when
-// it may be removed, or why it must be kept.
-func (l *locker) judgeStateResidue(r Residue, c liveness.Captured) string {
-	id := c.ID
-	if why := l.foreignFile(c.File); why != "" {
-		return why + ": another user's file is never removed (trust.go)"
-	}
-	if id.Nlink != 1 {
-		return fmt.Sprintf("hard-linked (%d links): its other names would keep the bytes", id.Nlink)
-	}
-	if fi, err := l.dir.Lstat(l.base); err == nil {
-		if cur, ok := fi.Sys().(exactfs.Identity); ok && cur.SameInode(id) {
-			return "it is the current state file"
-		}
-	}
-	why, err := exactfs.ProbeUnopened(c.File)
-	if err != nil {
-		return "the kernel's open-file probe failed: " + err.Error()
-	}
-	if why != "" {
-		return why
-	}
-	if r.Kind == "temp" {
-		pid := l.tempPid(r.Name)
-		if dead, why := l.pidGone(pid); !dead {
-			return fmt.Sprintf("its writer, pid %d, is not provably dead (%s)", pid, why)
-		}
-	}
-	return ""
-}
-
-// pidGone reports whether no live process has pid: kill(pid, 0) says
-// ESRCH, or the process is a zombie.
-func (l *locker) pidGone(pid int) (bool, string) {
-	var p liveness.Prober = liveness.System{}
-	if l.judge.Probe != nil {
-		p = l.judge.Probe
-	}
-	err := p.Signal(pid)
-	if errors.Is(err, syscall.ESRCH) {
-		return true, ""
-	}
-	if z, zerr := p.Zombie(pid); zerr == nil && z {
-		return true, ""
-	}
-	if err != nil {
-		return false, err.Error()
-	}
-	return false, "the pid exists"
 }
 
 // sweepResidue removes F's crash residue that is provably inert, under the

@@ -144,34 +144,9 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 	j, err := liveness.Reclaim(l.dir, name, l.removal(name, !sidecar), func(got liveness.Captured) liveness.Judgement {
 		s = newSnapshot(got.Data, got.ID)
 		distrust, st = l.distrustFile(got.File)
-		if s.released() && distrust != "" {
-			// Never reused (trust.go): replaced, by the exact unlink of
-			// this version and our own create.
-			return liveness.Judgement{Verdict: liveness.Dead, Reason: "a released tombstone we may not reuse (" + distrust + "): replaced"}
-		}
-		if s.released() {
-			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a released tombstone: reused, not removed"}
-		}
-		v = l.judgeRecord(s, got.File)
-		if !v.dead() && sidecar && s.rec == nil && age(s.id) >= staleAge {
-			// A malformed sidecar while we hold the claim directory: its
-			// writer lost the claim long ago (the directory was removed by
-			// recovery) and died before writing it.
-			v.Judgement.Verdict, v.Judgement.Reason = liveness.Dead, "malformed sidecar older than 30s outside any claim"
-		}
-		if sidecar && distrust == "" && v.Judgement.Verdict == liveness.Dead {
-			// Never unlinked: we hold the claim directory we just made, and
-			// an unlink followed by our create leaves, should we be killed
-			// in between, a fresh claim directory with no sidecar, which
-			// nobody may break (only explicit recovery), so every peer
-			// would wait on it. Rewritten in place to a tombstone instead
-			// (entombSidecar: proved against these bytes), and then taken
-			// as any tombstone is. The model found it
-			// (internal/model BugSidecarUnlinkCreate).
-			entomb = true
-			return liveness.Judgement{Verdict: liveness.Unknown, Reason: "a dead sidecar: rewritten in place, not removed"}
-		}
-		return v.Judgement
+		var j liveness.Judgement
+		v, j, entomb = l.judgeOccupant(s, got.File, distrust, sidecar)
+		return j
 	})
 	switch {
 	case s == nil:

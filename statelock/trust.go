@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
-	"runtime"
 	"strconv"
 
 	"github.com/exactfs/exactfs"
@@ -38,14 +37,6 @@ import (
 // its files adds nothing it could not already do; and it is what lets root
 // and a service share the service's directory (see chownForDir).
 
-// modesHere is false on Windows, which has no POSIX modes: every file
-// that is not read-only reads 0666 there and every directory 0777, the
-// reference's records included, so the mode says nothing about who may
-// write an object and the rule keeps its owner and link checks only. Who
-// may write a record there is the directory's DACL, which its records
-// inherit (the reference's too); it is not checked here.
-const modesHere = runtime.GOOS != "windows"
-
 // ReasonUntrusted: an object the lock needs is owned by another uid, has
 // extra links or the wrong mode, and cannot be replaced here.
 const ReasonUntrusted Reason = "lock_object_untrusted"
@@ -56,39 +47,6 @@ type untrustedError struct{ err *exactfs.Error }
 
 func (e *untrustedError) Error() string { return e.err.Error() }
 func (e *untrustedError) Unwrap() error { return e.err }
-
-// distrust says why the object st describes may not be adopted, or ""
-// when it may. dir: a claim directory (mode 0700; its link count is the
-// filesystem's business), else a record or sidecar (mode 0600, one link).
-func (l *locker) distrust(st exactfs.RawStat, dir bool) string {
-	if why := l.foreignOwner(st.Uid); why != "" {
-		return why
-	}
-	want := uint32(0o600)
-	if dir {
-		want = 0o700
-	}
-	if got := st.PermBits(); got != want && modesHere {
-		return fmt.Sprintf("its mode is %04o, not the protocol's %04o", got, want)
-	}
-	if !dir && st.Nlink != 1 {
-		return fmt.Sprintf("it has %d links (another name keeps the same file)", st.Nlink)
-	}
-	return ""
-}
-
-// foreignOwner says "owned by uid N (name)" when uid is neither ours nor
-// the directory's owner's, else "".
-func (l *locker) foreignOwner(uid uint32) string {
-	euid := l.euid
-	if euid < 0 || uid == uint32(euid) {
-		return ""
-	}
-	if d, err := l.dir.StatRaw(); err == nil && d.Uid == uid {
-		return ""
-	}
-	return "it is owned by " + userName(uid) + ", not by us (" + userName(uint32(euid)) + ") or the directory's owner"
-}
 
 // distrustFile is distrust for the file open as f ("" when it cannot be
 // asked: the next step's own checks decide then).
