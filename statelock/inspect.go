@@ -27,7 +27,7 @@ const (
 // Holder describes an owner record.
 type Holder struct {
 	Pid             int64
-	HostID          string // "" when the record names no host
+	HostID          string // the host it is judged by (owner_host_id, or pidns_host_id beside pid_ns); "" when none
 	ThisHost        bool   // HostID is this host's current or legacy id
 	StartTime       string
 	StartTimeFormat string
@@ -200,9 +200,11 @@ func (l *locker) holder(s *snapshot, v verdict) *Holder {
 	h := &Holder{Modified: unixTime(s.id.MtimeNs), Age: age(s.id), Verdict: v.Verdict.String(),
 		Reason: v.Reason, Description: l.describe(s, v)}
 	if r := s.rec; r != nil {
+		// The host the record is judged by (verdict.go): a holder in
+		// another pid namespace writes pidns_host_id for owner_host_id.
 		h.Pid, h.HostID, h.StartTime, h.StartTimeFormat, h.Token, h.Kernel =
-			r.Pid, r.HostID, r.StartTime, r.StartTimeFormat, r.Token, r.Kernel()
-		h.ThisHost = r.HostID != "" && l.host.IsLocal(r.HostID)
+			r.Pid, judgedHost(r), r.StartTime, r.StartTimeFormat, r.Token, r.Kernel()
+		h.ThisHost = h.HostID != "" && l.host.IsLocal(h.HostID)
 	}
 	return h
 }

@@ -100,6 +100,12 @@ func TestPidNSHolderAgainstTS(t *testing.T) {
 	if rec.Pid != 1 || rec.HostID != "" || rec.PidNSHostID != e.host.ID || rec.PidNS == 0 {
 		t.Fatalf("the namespaced holder's record: %s", mustRead(t, e.lock))
 	}
+	// Inspect (exactfs status) names the host the record is judged by:
+	// the holder is on this host, not "an unnamed host (an old writer)".
+	if st, err := Inspect(e.state, e.opts()...); err != nil || st.Holder == nil ||
+		st.Holder.HostID != e.host.ID || !st.Holder.ThisHost {
+		t.Errorf("Inspect of the namespaced holder: %+v (holder %+v), %v; want it on this host", st, st.Holder, err)
+	}
 
 	tsLog := filepath.Join(e.dir, "ts.log")
 	ts := tsseed.Command(t, e.configRoot, e.state, 1, 0, tsLog)
