@@ -101,8 +101,11 @@ func (l *locker) sweepOne(r Residue, remove bool) (keep string) {
 		return keep
 	}
 	judged := false
-	// Residue of the state file is a copy of it, of any size.
-	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true, AnySize: true}
+	// Residue of the state file is a copy of it, of any size up to the
+	// bound prejudgeResidue held its lstat to: the capture is capped there
+	// too, so a file grown after that look is read no further (kept).
+	rm := liveness.Removal{Quarantine: exactfs.LockQuarantineName, Unguarded: true, AnySize: true,
+		MaxSize: l.residueBound()}
 	_, err := liveness.Reclaim(l.dir, r.Name, rm, func(c liveness.Captured) liveness.Judgement {
 		judged, keep = true, l.judgeStateResidue(r, c)
 		if keep != "" || !remove {

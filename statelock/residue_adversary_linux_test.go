@@ -3,14 +3,17 @@
 package statelock
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
 )
 
@@ -124,4 +127,55 @@ func TestOversizedOwnResidueKeptUnread(t *testing.T) {
 	if !found {
 		t.Errorf("the oversized residue is not reported as kept for its size: %+v", res)
 	}
+}
+
+// A residue file within the bound when the sweep looks (its lstat) but
+// grown far past it before the capture reads it (by a writer that still
+// has it open, or another uid's process) is read at most up to the bound
+// and kept: the capture is capped at residueBound too. On the old code
+// the sweep's capture (AnySize, no cap) read the whole grown file.
+func TestResidueGrownAfterLookReadOnlyToBound(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(e.state, []byte("small"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := ".state.json.00000003-0000-4000-8000-000000000000.replacement"
+	big := filepath.Join(e.dir, name)
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 1024), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const grown = 8 * residueFloor
+	var once sync.Once
+	t.Cleanup(hook.Set(hook.CaptureRead, func(p string) {
+		if filepath.Base(p) == name {
+			once.Do(func() {
+				if err := os.Truncate(big, grown); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}))
+	before := rchar(t)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := rchar(t) - before
+	res := h.Residue()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(big); err != nil {
+		t.Fatalf("the grown residue is gone: %v", err)
+	}
+	if read > 2*residueFloor {
+		t.Errorf("one acquisition read %d MB of a residue grown to %d MB after the look; want at most the bound (%d MB)",
+			read>>20, grown>>20, residueFloor>>20)
+	}
+	for _, r := range res {
+		if r.Name == name && !r.Removed {
+			return
+		}
+	}
+	t.Errorf("the grown residue is not reported as kept: %+v", res)
 }

@@ -127,7 +127,7 @@ func (l *locker) stickyFor(create bool) *stickyEntry {
 	if len(stickies.m) >= stickyMax {
 		for k, o := range stickies.m {
 			o.mu.Lock()
-			idle := o.r == nil && !o.watching
+			idle := o.r == nil && !o.watching && o.letting == nil
 			o.mu.Unlock()
 			if idle {
 				delete(stickies.m, k)
