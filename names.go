@@ -60,9 +60,9 @@ const (
 	// removal's entries and of the CLI's rm.
 	treeEntryPrefix = QuarantinePrefix + "tree-entry-"
 	rmPrefix        = QuarantinePrefix + "exactfs-rm-"
-	// movePrefix starts the name an exact directory move passes through
+	// MovePrefix starts the name an exact directory move passes through
 	// (Dir.MoveEmptyDir): one only its mover knows.
-	movePrefix = QuarantinePrefix + "movedir-"
+	MovePrefix = QuarantinePrefix + "movedir-"
 )
 
 // NameKind is what a private name is; see ClassifyName.
@@ -86,6 +86,10 @@ const (
 	NameLockQuarantine
 	// NameSpare is SparePrefix + <target>, the claim it is the spare of.
 	NameSpare
+	// NameMoveDir is MovePrefix + a UUID: the name Dir.MoveEmptyDir passes
+	// a directory through between its two renames (left behind, empty,
+	// when its mover is killed between them).
+	NameMoveDir
 	// NameQuarantine is any other name starting with QuarantinePrefix.
 	NameQuarantine
 	// NameFenceLease is ".gjc-<target>.lock", a store's fence lease
@@ -105,7 +109,7 @@ const (
 )
 
 var nameKinds = [...]string{"public", "staging", "store-retire", "lease-retire", "placeholder",
-	"lock-quarantine", "spare", "quarantine", "fence-lease", "private", "temp", "removing", "dir-lock"}
+	"lock-quarantine", "spare", "movedir", "quarantine", "fence-lease", "private", "temp", "removing", "dir-lock"}
 
 // String returns a short lower-case name of the kind.
 func (k NameKind) String() string {
@@ -144,6 +148,8 @@ func ClassifyName(name string) PrivateName {
 		return PrivateName{Kind: NameLockQuarantine}
 	case strings.HasPrefix(name, SparePrefix):
 		return PrivateName{Kind: NameSpare, Target: name[len(SparePrefix):]}
+	case strings.HasPrefix(name, MovePrefix):
+		return PrivateName{Kind: NameMoveDir}
 	case strings.HasPrefix(name, QuarantinePrefix):
 		return PrivateName{Kind: NameQuarantine}
 	case name == DirLockName:
@@ -218,7 +224,7 @@ func LeaseRetireName() string {
 func FenceLeaseName(name string) string { return PrivatePrefix + name }
 
 // moveAsideName is a fresh name for Dir.MoveEmptyDir's way through.
-func moveAsideName() string { return movePrefix + NewUUID() }
+func moveAsideName() string { return MovePrefix + NewUUID() }
 
 // RmQuarantineName is a fresh quarantine name for the CLI's rm.
 func RmQuarantineName() string { return rmPrefix + NewUUID() }

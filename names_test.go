@@ -32,6 +32,7 @@ func TestClassifyName(t *testing.T) {
 		{LockQuarantineName(), NameLockQuarantine, "", 0},
 		{LockQuarantinePrefix + "x", NameQuarantine, "", 0}, // no .json: another quarantine
 		{SpareName("F.lock.transition"), NameSpare, "F.lock.transition", 0},
+		{moveAsideName(), NameMoveDir, "", 0},
 		{treeEntryQuarantine(), NameQuarantine, "", 0},
 		{RmQuarantineName(), NameQuarantine, "", 0},
 		{".gjc-delete-anything", NameQuarantine, "", 0},

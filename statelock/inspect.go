@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -81,18 +80,6 @@ type Status struct {
 	Claim    ClaimStatus
 	Residue  []Residue
 }
-
-// Private name prefixes, the same in every implementation that shares the
-// directory, so each recognizes the others' residue.
-const (
-	quarantinePrefix  = ".gjc-delete-session-state-lock-"
-	placeholderPrefix = ".gjc-exact-unlink-placeholder-"
-	// moveAsidePrefix starts the private name Dir.MoveEmptyDir passes a
-	// directory through between its two renames (the root's movePrefix,
-	// which it does not export; TestRecoverMoveAside pins the two
-	// together by the name a real move uses).
-	moveAsidePrefix = exactfs.QuarantinePrefix + "movedir-"
-)
 
 // Inspect describes the lock of stateFile without changing anything: what
 // occupies F.lock and the verdict on its owner, the transition claim and
@@ -221,11 +208,11 @@ func (l *locker) residue() ([]Residue, error) {
 	for _, n := range names {
 		kind := ""
 		switch {
-		case strings.HasPrefix(n, quarantinePrefix) && strings.HasSuffix(n, ".json"):
+		case exactfs.ClassifyName(n).Kind == exactfs.NameLockQuarantine:
 			kind = "quarantine"
-		case strings.HasPrefix(n, placeholderPrefix):
+		case exactfs.ClassifyName(n).Kind == exactfs.NamePlaceholder:
 			kind = "placeholder"
-		case strings.HasPrefix(n, moveAsidePrefix):
+		case exactfs.ClassifyName(n).Kind == exactfs.NameMoveDir:
 			kind = "movedir"
 		case n == l.claim+exactfs.RemovingSuffix || n == l.lockName+exactfs.RemovingSuffix:
 			kind = "removing"

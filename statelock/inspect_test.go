@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs"
 )
 
 func TestInspectStates(t *testing.T) {
@@ -51,11 +53,11 @@ func TestInspectStates(t *testing.T) {
 func TestRecoverClaimWithoutSidecar(t *testing.T) {
 	e := newEnv(t)
 	os.Mkdir(e.claim, 0o700)
-	placeholder := filepath.Join(e.dir, placeholderPrefix+"fd-1234")
+	placeholder := filepath.Join(e.dir, exactfs.PlaceholderPrefix+"fd-1234")
 	os.WriteFile(placeholder, nil, 0o600)
-	quarantined := filepath.Join(e.dir, quarantinePrefix+"00000000-0000-4000-8000-000000000000.json")
+	quarantined := filepath.Join(e.dir, exactfs.LockQuarantinePrefix+"00000000-0000-4000-8000-000000000000.json")
 	os.WriteFile(quarantined, tombstone("t", e.host.ID).Encode(), 0o600)
-	young := filepath.Join(e.dir, placeholderPrefix+"fd-5678")
+	young := filepath.Join(e.dir, exactfs.PlaceholderPrefix+"fd-5678")
 	os.WriteFile(young, nil, 0o600)
 	old := time.Now().Add(-20 * time.Minute)
 	for _, p := range []string{placeholder, quarantined} {

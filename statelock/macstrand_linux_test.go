@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
@@ -23,7 +24,7 @@ func quarantined(t *testing.T, e *testEnv) []string {
 	}
 	var out []string
 	for _, en := range ents {
-		if strings.HasPrefix(en.Name(), quarantinePrefix) && strings.HasSuffix(en.Name(), ".json") {
+		if strings.HasPrefix(en.Name(), exactfs.LockQuarantinePrefix) && strings.HasSuffix(en.Name(), ".json") {
 			out = append(out, filepath.Join(e.dir, en.Name()))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
 )
 
@@ -34,12 +35,12 @@ func TestRecoverMoveAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, de := range ents {
-		if strings.HasPrefix(de.Name(), moveAsidePrefix) {
+		if strings.HasPrefix(de.Name(), exactfs.MovePrefix) {
 			left = append(left, de.Name())
 		}
 	}
 	if len(left) != 1 {
-		t.Fatalf("the killed move left %v under %q in %s, want one directory", left, moveAsidePrefix, e.dir)
+		t.Fatalf("the killed move left %v under %q in %s, want one directory", left, exactfs.MovePrefix, e.dir)
 	}
 	aside := filepath.Join(e.dir, left[0])
 	if fi, err := os.Lstat(aside); err != nil || !fi.IsDir() {
@@ -69,7 +70,7 @@ func TestRecoverMoveAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	full := filepath.Join(e.dir, moveAsidePrefix+"full")
+	full := filepath.Join(e.dir, exactfs.MovePrefix+"full")
 	mkdirOld := func(p string) {
 		t.Helper()
 		if err := os.Mkdir(p, 0o700); err != nil {
@@ -81,13 +82,13 @@ func TestRecoverMoveAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	backdate(full)
-	foreign := filepath.Join(e.dir, moveAsidePrefix+"foreign")
+	foreign := filepath.Join(e.dir, exactfs.MovePrefix+"foreign")
 	mkdirOld(foreign)
 	if err := os.Lchown(foreign, 54321, 54321); err != nil {
 		t.Skip("cannot give a directory to another uid here:", err)
 	}
 	backdate(foreign)
-	file := filepath.Join(e.dir, moveAsidePrefix+"file")
+	file := filepath.Join(e.dir, exactfs.MovePrefix+"file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestRecoverMoveAside(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "target")
 	mkdirOld(target)
 	backdate(target)
-	link := filepath.Join(e.dir, moveAsidePrefix+"link")
+	link := filepath.Join(e.dir, exactfs.MovePrefix+"link")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +135,10 @@ func TestRecoverMoveAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []struct{ name, note string }{
-		{moveAsidePrefix + "full", "not empty"},
-		{moveAsidePrefix + "foreign", "owned by uid 54321"},
-		{moveAsidePrefix + "file", "not a directory"},
-		{moveAsidePrefix + "link", "a symlink"},
+		{exactfs.MovePrefix + "full", "not empty"},
+		{exactfs.MovePrefix + "foreign", "owned by uid 54321"},
+		{exactfs.MovePrefix + "file", "not a directory"},
+		{exactfs.MovePrefix + "link", "a symlink"},
 	} {
 		if r := findResidue(st.Residue, want.name); r == nil || !strings.HasPrefix(r.Note, "kept: ") || !strings.Contains(r.Note, want.note) {
 			t.Errorf("Inspect lists %+v for %s, want kept: ...%s...", r, want.name, want.note)

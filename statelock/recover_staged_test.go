@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactfs/exactfs"
 )
 
 // Off Linux createFallback stages our new records under a lock quarantine
@@ -26,9 +28,9 @@ func TestRecoverNamesStagedRecord(t *testing.T) {
 		data []byte
 		want string
 	}{
-		quarantinePrefix + "00000000-0000-4000-8000-000000000001.json": {staged.Encode(), "staged by a creator that died before publishing it"},
-		quarantinePrefix + "00000000-0000-4000-8000-000000000002.json": {nil, "staged by a creator that died before writing and publishing it"},
-		quarantinePrefix + "00000000-0000-4000-8000-000000000003.json": {tombstone("t", e.host.ID).Encode(), "detached by an interrupted exact unlink"},
+		exactfs.LockQuarantinePrefix + "00000000-0000-4000-8000-000000000001.json": {staged.Encode(), "staged by a creator that died before publishing it"},
+		exactfs.LockQuarantinePrefix + "00000000-0000-4000-8000-000000000002.json": {nil, "staged by a creator that died before writing and publishing it"},
+		exactfs.LockQuarantinePrefix + "00000000-0000-4000-8000-000000000003.json": {tombstone("t", e.host.ID).Encode(), "detached by an interrupted exact unlink"},
 	}
 	old := time.Now().Add(-20 * time.Minute)
 	for name, f := range files {

@@ -856,7 +856,7 @@ type moveAside struct {
 }
 
 // judgeMoveAside is the rule for the directory at a move's private name
-// (moveAsidePrefix: Dir.MoveEmptyDir renames the proved empty directory
+// (exactfs.MovePrefix: Dir.MoveEmptyDir renames the proved empty directory
 // there, then on to its destination; a mover killed between the two
 // renames leaves it), captured by captureMoveAside. The same rules as the other
 // private residue (SPEC §5.4): it must be ours or the directory owner's

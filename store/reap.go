@@ -126,7 +126,7 @@ func classify(name string) residueKind {
 	switch exactfs.ClassifyName(name).Kind {
 	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire:
 		return stagingResidue
-	case exactfs.NamePlaceholder, exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine:
+	case exactfs.NamePlaceholder, exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameMoveDir, exactfs.NameQuarantine:
 		return emptyResidue
 	}
 	return notResidue

@@ -148,7 +148,7 @@ func (s *Store) List(rel string) ([]string, error) {
 func isPrivateName(name string) bool {
 	switch exactfs.ClassifyName(name).Kind {
 	case exactfs.NameStaging, exactfs.NameStoreRetire, exactfs.NameLeaseRetire, exactfs.NamePlaceholder,
-		exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameQuarantine, exactfs.NameRemoving,
+		exactfs.NameLockQuarantine, exactfs.NameSpare, exactfs.NameMoveDir, exactfs.NameQuarantine, exactfs.NameRemoving,
 		exactfs.NameDirLock:
 		return true
 	}

@@ -34,7 +34,10 @@ alone, printing each action and the evidence for it:
      on the sidecar) is removed by exact tree removal of the snapshot judged,
      and a malformed sidecar by exact unlink; exact-unlink placeholders and
      quarantined owner records at least 15 minutes old are removed by exact
-     unlink. A claim whose owner is provably dead is reclaimed too.
+     unlink, and the empty directory a move killed half-way left behind
+     (.gjc-delete-movedir-<uuid>: ours or the directory owner's, at least 15
+     minutes old) by rmdir.
+     A claim whose owner is provably dead is reclaimed too.
   2. A lock whose holder is provably dead is reclaimed by taking the lock once
      (TryLock) and releasing it, by the library's own rules. So is a record
      this host wrote under another config root (status names it) whose holder

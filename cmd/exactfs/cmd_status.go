@@ -109,10 +109,12 @@ JSON output (--json), one object; fields are added, never renamed or removed:
                  not read: owner says whose; age_ms is -1),
         "age_ms": 120, "sidecar": "the sidecar owner's verdict", "detail": "why"},
     "residue": [ {"name": ".state.json.<uuid>.replacement",
-                  "kind": "staging" | "quarantine" | "placeholder" | "removing",
+                  "kind": "staging" | "quarantine" | "placeholder" | "removing"
+                        | "temp" | "movedir",
                   "size": 0, "age_ms": 5000} ],
     "recover": [ {"kind": "remove-claim" | "remove-sidecar" | "remove-lock"
                         | "remove-placeholder" | "remove-quarantine"
+                        | "remove-staging" | "remove-movedir"
                         | "reclaim-lock" | "reap-staging",
                   "path": "...", "evidence": "..."} ]
                                         exactly what 'exactfs recover --dry-run' lists

@@ -88,7 +88,7 @@ func claimPermissionDenied(c *claimJSON, path string) {
 
 type residueJSON struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"` // staging, quarantine, placeholder, removing
+	Kind  string `json:"kind"` // staging, quarantine, placeholder, removing, temp, movedir
 	Size  int64  `json:"size"`
 	AgeMs int64  `json:"age_ms"`
 	// Note is the lock's verdict on the state file's own staging and temp
