@@ -99,7 +99,12 @@ func runUpdate(e *env, opts any, args []string) error {
 		}); err != nil {
 			return nil, err
 		}
+		// Sized for a result as large as the state: a CMD that edits the
+		// state prints about as much, and a buffer grown by doubling would
+		// hold up to three times that at its peak (a 256 MiB state cost
+		// 1.6 GB of memory).
 		var out bytes.Buffer
+		out.Grow(len(old) + 4096)
 		c := &child{argv: argv, shell: f.shell != "", stdin: bytes.NewReader(old), stdout: &out, stderr: e.stderr}
 		run, err := relay.startChild(e, c)
 		if err != nil {
