@@ -699,7 +699,7 @@ func (a *acquisition) handoffWait(c *contention) (h *heldRecord, done bool, err 
 			// The grant landed as the wait ended: it is ours, released
 			// the proper way (which may hand it on), and the caller is
 			// told the wait's outcome.
-			a.l.release(h, true)
+			a.l.release(context.Background(), h, true)
 			return nil, true, a.fail(timeoutReason(c), c, a.ctx.Err())
 		}
 		return h, true, nil

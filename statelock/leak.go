@@ -1,6 +1,7 @@
 package statelock
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -37,7 +38,7 @@ func watchHeld(h *Held) {
 
 func heldDropped(lk heldLeak) {
 	go func() {
-		err := (&Held{l: lk.l, rec: lk.rec}).unlock(false, true)
+		err := (&Held{l: lk.l, rec: lk.rec}).unlock(context.Background(), false, true)
 		what := "it was released"
 		if err != nil {
 			what = "releasing it failed: " + err.Error()

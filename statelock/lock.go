@@ -297,13 +297,21 @@ func (l *locker) described(c *contention) *contention {
 // F.lock. If the record was changed by someone else, Unlock fails loudly
 // and leaves what is there alone. Unlock closes the descriptor that holds
 // our kernel lock in every case, so a failed release is still visibly over.
-func (h *Held) Unlock() error { return h.unlock(false, false) }
+func (h *Held) Unlock() error { return h.unlock(context.Background(), false, false) }
+
+// UnlockContext is Unlock, but stops waiting for a busy transition claim
+// when ctx is done (Unlock waits for it as long as the wait budget, at
+// least DefaultWait). A release that gives up fails as Unlock's does after
+// its budget: the kernel lock is dropped (exactfs peers then reclaim the
+// record at once), but the record stays, and a TypeScript peer judges it
+// by this process's pid, alive until the process exits.
+func (h *Held) UnlockContext(ctx context.Context) error { return h.unlock(ctx, false, false) }
 
 // unlock is Unlock. early is Update's early release: the write is still
 // using the locker's directory descriptor, so it is left open (the caller
 // closes it, h.l.close, once the write is done). away: this process is not
 // about to lock again, so a queued waiter is woken at once (parkRecord).
-func (h *Held) unlock(early, away bool) error {
+func (h *Held) unlock(ctx context.Context, early, away bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
@@ -315,7 +323,7 @@ func (h *Held) unlock(early, away bool) error {
 		defer h.l.close()
 	}
 	start := time.Now()
-	attempts, err := h.l.release(h.rec, away)
+	attempts, err := h.l.release(ctx, h.rec, away)
 	if err != nil {
 		return lockError(h.l.lockPath, ReasonReleaseFailed, attempts, time.Since(start), "", err)
 	}
@@ -327,7 +335,7 @@ func (h *Held) unlock(early, away bool) error {
 // rewrites the record. The record's descriptor is closed or parked
 // (parkRecord) after the claim is given back, so waiters woken by its close
 // find the claim free; away: see parkRecord.
-func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
+func (l *locker) release(ctx context.Context, r *heldRecord, away bool) (attempts int, err error) {
 	handed, yielded, err := l.handoff(r)
 	if handed {
 		// F.lock is the waiter's now (handoff.go); our descriptor holds
@@ -343,9 +351,9 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 	case stickyClaim:
 		once = true
 	}
-	attempts, kept, err := l.releaseReference(r, away, once)
+	attempts, kept, err := l.releaseReference(ctx, r, away, once)
 	if kept && !l.keepBusy(r) {
-		attempts, _, err = l.releaseReference(r, away, false)
+		attempts, _, err = l.releaseReference(ctx, r, away, false)
 	}
 	return attempts, err
 }
@@ -356,7 +364,9 @@ func (l *locker) release(r *heldRecord, away bool) (attempts int, err error) {
 // ours, its slot lock held and its descriptor open: sticky.go keeps it and
 // tries again, so the caller is never blocked on a claim a dead reference
 // process stranded).
-func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int, kept bool, err error) {
+//
+// ctx done ends the wait as the budget's end does.
+func (l *locker) releaseReference(ctx context.Context, r *heldRecord, away, once bool) (attempts int, kept bool, err error) {
 	// A lock taken with WaitForever is not released forever: a claim stuck
 	// that long is for a person (Recover), and Unlock must return.
 	budget := DefaultWait
@@ -371,9 +381,12 @@ func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int,
 			return attempts, true, nil
 		}
 		remaining := budget - time.Since(start)
-		if busy == nil || remaining <= 0 {
+		if busy == nil || remaining <= 0 || ctx.Err() != nil {
 			if busy != nil {
 				err = fmt.Errorf("the transition claim stayed busy for %s: %s", roundDur(time.Since(start)), busy.holder)
+				if cerr := ctx.Err(); cerr != nil && remaining > 0 {
+					err = fmt.Errorf("%w (given up: %w)", err, cerr)
+				}
 			}
 			// Unlock before the close, so the close's event finds no
 			// lock (ofdUnlock).
@@ -386,7 +399,12 @@ func (l *locker) releaseReference(r *heldRecord, away, once bool) (attempts int,
 			l.nudge()
 			return attempts, false, err
 		}
-		time.Sleep(bo.Step(remaining))
+		t := time.NewTimer(bo.Step(remaining))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 }
 

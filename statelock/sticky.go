@@ -186,7 +186,7 @@ func (l *locker) resumeSticky(ctx context.Context) *heldRecord {
 		// Not ours as we left it: give it up the proved way (the release
 		// proves our bytes before it writes, and leaves a record someone
 		// else wrote alone), and acquire as any caller does.
-		if _, _, rerr := l.releaseReference(r, true, false); rerr != nil {
+		if _, _, rerr := l.releaseReference(context.Background(), r, true, false); rerr != nil {
 			stickyReport(fmt.Sprintf("exactfs: the lock %s this process kept could not be taken back (%v) nor released: %v", l.lockPath, err, rerr))
 		}
 		return nil
@@ -373,7 +373,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 			e.letGone(ch, nil, nil)
 			continue
 		}
-		if _, kept, err := l.releaseReference(r, true, true); kept {
+		if _, kept, err := l.releaseReference(context.Background(), r, true, true); kept {
 			// The claim is busy (a reference contender's attempt, or a
 			// claim its dead taker stranded until Go heals it): ownership
 			// stays with us, and we try again. We still own F.lock, so
@@ -484,7 +484,7 @@ func ReleaseKept() {
 			if err != nil {
 				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
 			}
-		} else if _, _, err := l.releaseReference(r, true, false); err != nil {
+		} else if _, _, err := l.releaseReference(context.Background(), r, true, false); err != nil {
 			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
 		}
 		l.close()

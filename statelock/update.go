@@ -105,7 +105,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			relErr = h.unlock(true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
+			relErr = h.unlock(context.Background(), true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
 			early, releasedAt = true, time.Now()
 			if released != nil {
 				released()
