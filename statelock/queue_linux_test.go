@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // New callers of one process look at F.lock through one shared descriptor,
@@ -263,5 +265,77 @@ func TestTicketGoneWhenItsCloseIsSeen(t *testing.T) {
 	}
 	if n := <-seen; n > 0 {
 		t.Fatalf("%d of %d ticket closes were seen while the ticket was still queued", n, rounds)
+	}
+}
+
+// A hand-off's releaser parks its descriptor of F.lock (it holds nothing
+// of the lock any more: its slot lock went before the grant), and this
+// process's next seated wait on that inode takes it instead of opening
+// F.lock again: the open, its two registration calls and the releaser's
+// close, four system calls of every contended cycle. Granted through it,
+// the new holder writes and releases through that same descriptor. On the
+// code before, the releaser closed it: nothing was parked, and the third
+// holder's descriptor was a new one.
+func TestHandoffParksDescriptorForNextSeatedWait(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	// Parked long enough for a stalled machine; closed when the test ends.
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.ParkIdle = time.Minute })}
+	t.Cleanup(func() { closeParkedOn(e.lock) })
+	lockAfterSeat := func() chan *Held {
+		t.Helper()
+		ch := make(chan *Held, 1)
+		go func() {
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(time.Minute))...)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- h
+		}()
+		for start := time.Now(); waitingSeats(e) < 1; {
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the waiter was never seated")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return ch
+	}
+	h1, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	f1 := h1.rec.f
+	second := lockAfterSeat()
+	if err := h1.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h2 := <-second
+	if h2 == nil {
+		t.FailNow()
+	}
+	if p := parkedOn(t, e.lock); len(p) != 1 || p[0] != f1 {
+		t.Fatalf("after the hand-off %d descriptors are parked on F.lock, want exactly the releaser's", len(p))
+	}
+	third := lockAfterSeat()
+	if p := parkedOn(t, e.lock); len(p) != 0 {
+		t.Fatalf("a waiter is seated and %d descriptors are still parked on F.lock: it opened its own", len(p))
+	}
+	if err := h2.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h3 := <-third
+	if h3 == nil {
+		t.FailNow()
+	}
+	if accepted.Load() != 2 {
+		t.Fatalf("%d hand-offs accepted, want 2", accepted.Load())
+	}
+	if h3.rec.f != f1 {
+		t.Fatal("the third holder was granted through a new descriptor, not the one the first holder parked")
+	}
+	lockedRecordIsOurs(t, e, h3)
+	if err := h3.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }
