@@ -79,7 +79,10 @@ func TestLookDescriptorSharedAndClosedWhenIdle(t *testing.T) {
 // under load B overtook A, and the test failed on "B held the lock before
 // A released it"). The waiters wait the reference way (Queue and Watch,
 // the mechanism above) with the cohort off in the workers
-// (STATELOCK_NO_COHORT); where the kernel gives the cohort a slot, a last
+// (STATELOCK_NO_COHORT, which also stretches the queue's Trust: past it a
+// waiter behind attempts anyway, and under load B waited behind A for
+// longer than the default second before the release and overtook it);
+// where the kernel gives the cohort a slot, a last
 // round runs them seated, served by hand-off in their arrival order (no
 // sleep of a seated waiter reports running out: there only the order and
 // the hand-over are checked).
@@ -207,10 +210,16 @@ func waitersOn(t *testing.T, e *testEnv) int {
 }
 
 // STATELOCK_NO_COHORT=1 makes a worker process wait and release the
-// reference way (no seat, no hand-off), as where the kernel gives no slot.
+// reference way (no seat, no hand-off), as where the kernel gives no slot;
+// its queue then trusts a first waiter that makes no progress for a
+// minute instead of wake.DefaultTrust (a second), so that a waiter behind
+// never overtakes it because the machine stalled it (the order is what
+// TestSecondWaiterTakesLockPromptly checks). Set before any call, in the
+// worker process only: defaultPolicy is otherwise never written.
 func init() {
 	if os.Getenv(workerEnv) != "" && os.Getenv("STATELOCK_NO_COHORT") == "1" {
 		directHandoff = false
+		defaultPolicy.Trust = time.Minute
 	}
 }
 
