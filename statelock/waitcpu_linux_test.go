@@ -300,10 +300,12 @@ func TestWaitersDoNotWakeEachOther(t *testing.T) {
 //     spuriousPerAttempt per attempt of all the waiters together. A
 //     waiter that sleeps on without sleeping (an event that never clears)
 //     makes thousands.
-//   - at least a few attempts: a waiter whose sleeps lost their cap would
-//     make one or two, and a holder's death would go unnoticed. The bound
-//     is a quarter of the backoff's count: a waiter behind by that much had
-//     each of its 100 ms sleeps stretched past 400 ms.
+//   - no least number of attempts: how many a waiter gets in the budget is
+//     the machine's (under a load average of 38, one of three waiters made
+//     5 attempts in 3.4 s with 3 sleeps that ran out, nothing wrong). The
+//     cap on a waiter's sleeps is proved where it is the point, on one
+//     waiter (checkQuiet's least; a dead holder reclaimed within a step,
+//     TestWaiterReclaimsKilledTypeScriptHolderPromptly).
 //   - the CPU is logged, and bounded only at half a core, which a spinning
 //     waiter on an idle machine passes and a quiet one never nears (at
 //     most 4 % measured under load with -race); the counters are the
@@ -316,7 +318,6 @@ func checkNoMutualWakes(t *testing.T, reports []waitReport) {
 		total += r.Attempts
 	}
 	most := 2 * (int(waitBudget/wake.BackoffMax) + 10)
-	least := int(waitBudget/wake.BackoffMax) / 4
 	for i, r := range reports {
 		t.Logf("waiter %d waited %s: %s of CPU (%.1f%%), %d attempts, %d sleeps ran out, %d spurious wakes",
 			i, r.Elapsed.Round(time.Millisecond), r.CPU.Round(time.Microsecond), 100*float64(r.CPU)/float64(r.Elapsed),
@@ -324,9 +325,9 @@ func checkNoMutualWakes(t *testing.T, reports []waitReport) {
 		if r.Acquired {
 			t.Fatalf("waiter %d took a lock that stayed held", i)
 		}
-		if r.Attempts > most || r.Attempts < least {
-			t.Errorf("waiter %d: %d attempts in %s; the backoff (%s doubling to %s) allows %d to %d beside other waiters",
-				i, r.Attempts, waitBudget, wake.BackoffMin, wake.BackoffMax, least, most)
+		if r.Attempts > most {
+			t.Errorf("waiter %d: %d attempts in %s; the backoff (%s doubling to %s) allows at most %d beside other waiters",
+				i, r.Attempts, waitBudget, wake.BackoffMin, wake.BackoffMax, most)
 		}
 		if r.Unchanged > spuriousPerAttempt*total {
 			t.Errorf("waiter %d: %d spurious wakes, more than %d per attempt of all %d waiters (%d attempts in all)",
