@@ -449,9 +449,15 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	if !l.cohort() || a.once || (!vouched && !l.slotLocked()) {
 		return nil, notSeated
 	}
-	f, err := l.dir.OpenFile(l.lockName, os.O_RDWR, 0)
-	if err != nil {
-		return nil, notSeated
+	// The descriptor this process parked when it last handed F.lock on
+	// (release), if the name still names that inode: every proof below
+	// is made through it exactly as through a fresh open.
+	var err error
+	f := l.takeParked(l.lockName)
+	if f == nil {
+		if f, err = l.dir.OpenFile(l.lockName, os.O_RDWR, 0); err != nil {
+			return nil, notSeated
+		}
 	}
 	why, st := l.distrustFile(f)
 	if why != "" {

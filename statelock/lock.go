@@ -339,9 +339,14 @@ func (l *locker) release(ctx context.Context, r *heldRecord, away bool) (attempt
 	handed, yielded, err := l.handoff(r)
 	if handed {
 		// F.lock is the waiter's now (handoff.go); our descriptor holds
-		// nothing of it. Closed, not parked: the next lock of this
-		// process finds a live record there, not a tombstone to reuse.
-		r.f.Close()
+		// nothing of it (its slot lock dropped before the grant's wake).
+		// Parked, not closed: the next Lock of this process finds the
+		// grantee's live record and seats itself, and its seated wait
+		// takes this descriptor instead of opening F.lock again (an open
+		// and a close of an *os.File: four system calls of a contended
+		// cycle). Nobody waits for this close: the lock was handed over,
+		// not freed, and the grantee's release wakes the queue.
+		park([2]uint64{r.id.Dev, r.id.Ino}, r.f, l.cfg.policy.ParkIdle)
 		return 1, err
 	}
 	once := false

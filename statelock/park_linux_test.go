@@ -104,12 +104,21 @@ func TestParkedRecordNotUsedAfterReplace(t *testing.T) {
 // only after the policy's HandoffDelay, unless this process locks again first (then it
 // is not woken at all: the lock is taken again); with no waiter, nothing is
 // closed.
+//
+// Nothing here depends on how fast the machine is. The young waiter's
+// ticket is dated an hour ahead, so it is younger than Barge at every
+// release however long the test stalls (it was 5 ms old, and a stall of
+// 45 ms made it old); the idle park lasts a minute (it was a second). The
+// one window left is the HandoffDelay itself, whose timer is the property:
+// a round in which HandoffDelay had passed since the cycle began before
+// the test looked (or before its Lock took the descriptor back) proves
+// nothing either way, and is run again; one that looked in time must see
+// exactly the behaviour above.
 func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
-	// Long enough that a stalled test machine does not see the delayed
-	// close before it looks for an immediate one.
 	const handoffDelay = 500 * time.Millisecond
 	e := newEnv(t)
-	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.HandoffDelay = handoffDelay })}
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.HandoffDelay, p.ParkIdle = handoffDelay, time.Minute })}
+	t.Cleanup(func() { closeParkedOn(e.lock) })
 	lockCycle(t, e)
 	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
@@ -142,28 +151,74 @@ func TestReleaseWakesFirstWaiterByItsAge(t *testing.T) {
 	}
 	old.Close()
 
-	young := plantTicket(t, e, testQueue.Barge/10)
+	young := plantTicket(t, e, -time.Hour) // arrives after every release below: never older than Barge
 	defer young.Close()
-	cycle()
-	if closed() || len(parkedOn(t, e.lock)) != 1 {
-		t.Fatal("a young waiter: the release closed F.lock at once, or parked nothing")
+	const tries = 20
+	for try := 1; ; try++ {
+		if try > tries {
+			t.Fatalf("in %d rounds the test never looked within %v of a release: the machine is too stalled to tell", tries, handoffDelay)
+		}
+		begin := time.Now()
+		cycle()
+		early := closed()
+		p := parkedOn(t, e.lock)
+		if time.Since(begin) >= handoffDelay {
+			continue // the delayed close may have come already
+		}
+		if early || len(p) != 1 {
+			t.Fatal("a young waiter: the release closed F.lock at once, or parked nothing")
+		}
+		h, err := Lock(context.Background(), e.state, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.rec.f != p[0] {
+			if time.Since(begin) < handoffDelay {
+				t.Fatal("the lock was taken again through a new descriptor while the released one was parked")
+			}
+			// The delay ran out before the Lock took the descriptor back.
+			if err := h.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		// Taken back: its timer can no longer close it.
+		time.Sleep(handoffDelay + 100*time.Millisecond)
+		if closed() {
+			t.Fatal("the releaser took the lock back, and still the waiter was woken")
+		}
+		if err := h.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		break
 	}
-	h, err := Lock(context.Background(), e.state, e.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(handoffDelay + 100*time.Millisecond)
-	if closed() {
-		t.Fatal("the releaser took the lock back, and still the waiter was woken")
-	}
-	if err := h.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(handoffDelay + 30*time.Second)
 	for !closed() {
 		if time.Now().After(deadline) {
 			t.Fatal("the releaser never came back, and the young waiter was never woken")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closeParkedOn is closeParked for the inode path names now only.
+func closeParkedOn(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	parked.Lock()
+	list := append([]*parkedFile(nil), parked.m[[2]uint64{st.Dev, st.Ino}]...)
+	var taken []*parkedFile
+	for _, p := range list {
+		if p.unpark() {
+			p.timer.Stop()
+			taken = append(taken, p)
+		}
+	}
+	parked.Unlock()
+	for _, p := range taken {
+		p.f.Close()
 	}
 }

@@ -5,12 +5,17 @@ package statelock
 import (
 	"bufio"
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // New callers of one process look at F.lock through one shared descriptor,
@@ -66,21 +71,42 @@ func TestLookDescriptorSharedAndClosedWhenIdle(t *testing.T) {
 // the first one's Unlock returned, before the second took the lock, is
 // that miss; timing plays no part in the verdict. Real processes: within
 // one process the race rarely shows.
+//
+// The order of the two waiters is observed, not slept for: B is started
+// only once A waits (its queue ticket, or its seat), and the lock is
+// released only once B waits too, so A arrived first whatever the load
+// (the sleeps of the version before assumed a process starts in 200 ms:
+// under load B overtook A, and the test failed on "B held the lock before
+// A released it"). The waiters wait the reference way (Queue and Watch,
+// the mechanism above) with the cohort off in the workers
+// (STATELOCK_NO_COHORT, which also stretches the queue's Trust: past it a
+// waiter behind attempts anyway, and under load B waited behind A for
+// longer than the default second before the release and overtook it);
+// where the kernel gives the cohort a slot, a last
+// round runs them seated, served by hand-off in their arrival order (no
+// sleep of a seated waiter reports running out: there only the order and
+// the hand-over are checked).
 func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 	type report struct {
 		held, released int64   // when the worker held the lock, and when its Unlock returned
 		ranOut         []int64 // deadlines of its sleeps that nothing woke
 	}
-	for range 3 {
+	rounds := []bool{false, false, cohortKernel()} // the workers seated (the cohort on)
+	const holdA = 300 * time.Millisecond
+	for _, seated := range rounds {
 		e := newEnv(t)
 		h, err := Lock(context.Background(), e.state, e.opts()...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		start := func(holdMs, lingerMs string) chan report {
-			cmd := workerCmd(ctx, "holdts", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot,
-				"STATELOCK_HOLD_MS="+holdMs, "STATELOCK_LINGER_MS="+lingerMs)
+			env := []string{"STATELOCK_STATE=" + e.state, "STATELOCK_CONFIG=" + e.configRoot,
+				"STATELOCK_HOLD_MS=" + holdMs, "STATELOCK_LINGER_MS=" + lingerMs}
+			if !seated {
+				env = append(env, "STATELOCK_NO_COHORT=1")
+			}
+			cmd := workerCmd(ctx, "holdts", env...)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -112,12 +138,24 @@ func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 			}()
 			return ch
 		}
+		waiting := func(n int) {
+			t.Helper()
+			for begin := time.Now(); waitersOn(t, e) < n; {
+				if time.Since(begin) > 30*time.Second {
+					t.Fatalf("%d waiters queued or seated after 30 s, want %d", waitersOn(t, e), n)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
 		// A stays alive for a while after its release: the closes of its
 		// exit would wake a B that missed the release.
-		a := start("300", "500")
-		time.Sleep(200 * time.Millisecond) // A queues first
+		a := start(strconv.Itoa(int(holdA/time.Millisecond)), "500")
+		waiting(1) // A waits first
 		b := start("0", "0")
-		time.Sleep(600 * time.Millisecond) // B's backoff grows to its 100 ms steps
+		waiting(2)
+		// B's backoff grows to its 100 ms steps, so that a missed release
+		// costs B a whole step (not the verdict: that is the reports).
+		time.Sleep(600 * time.Millisecond)
 		if err := h.Unlock(); err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +164,13 @@ func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 		if at.held == 0 || at.released == 0 || bt.held == 0 {
 			t.Fatalf("a worker failed: A %+v, B %+v", at, bt)
 		}
-		if bt.held < at.released {
-			t.Fatalf("B held the lock at %d, before A released it at %d", bt.held, at.released)
+		// A's hold is its sleep between printing H and calling Unlock, so
+		// B must hold no sooner than that after A took the lock. (Not
+		// after A's R: a release hands the lock over, or wakes B, before
+		// its Unlock returns, and B may print first.)
+		if bt.held < at.held+int64(holdA) {
+			t.Fatalf("B held the lock at %d, %v after A took it at %d, which it held for %v (seated: %v)",
+				bt.held, time.Duration(bt.held-at.held), at.held, holdA, seated)
 		}
 		for _, d := range bt.ranOut {
 			if d > at.released && d < bt.held {
@@ -135,8 +178,48 @@ func TestSecondWaiterTakesLockPromptly(t *testing.T) {
 					"and it took the lock %v after the release", time.Duration(d-at.released), time.Duration(bt.held-at.released))
 			}
 		}
-		t.Logf("the second waiter took the lock %v after the first released it (%d of its sleeps ran out before)",
-			time.Duration(bt.held-at.released), len(bt.ranOut))
+		t.Logf("seated %v: the second waiter took the lock %v after the first released it (%d of its sleeps ran out before)",
+			seated, time.Duration(bt.held-at.released), len(bt.ranOut))
+	}
+}
+
+// waitersOn counts the waiters on e's lock: the queue tickets on the inode
+// F.lock names (one-byte read locks from queueBase on; each F_OFD_GETLK
+// names one, and the ranges on either side of it are asked again) and the
+// WAITING seats of its mailbox.
+func waitersOn(t *testing.T, e *testEnv) int {
+	t.Helper()
+	n := waitingSeats(e)
+	f, err := os.Open(e.lock)
+	if err != nil {
+		return n
+	}
+	defer f.Close()
+	var count func(from, to int64) int
+	count = func(from, to int64) int {
+		if from >= to {
+			return 0
+		}
+		held, at, err := sys.OFDConflict(int(f.Fd()), from, to-from)
+		if err != nil || !held || at < from || at >= to {
+			return 0
+		}
+		return 1 + count(from, at) + count(at+1, to)
+	}
+	return n + count(queueBase, 1<<62)
+}
+
+// STATELOCK_NO_COHORT=1 makes a worker process wait and release the
+// reference way (no seat, no hand-off), as where the kernel gives no slot;
+// its queue then trusts a first waiter that makes no progress for a
+// minute instead of wake.DefaultTrust (a second), so that a waiter behind
+// never overtakes it because the machine stalled it (the order is what
+// TestSecondWaiterTakesLockPromptly checks). Set before any call, in the
+// worker process only: defaultPolicy is otherwise never written.
+func init() {
+	if os.Getenv(workerEnv) != "" && os.Getenv("STATELOCK_NO_COHORT") == "1" {
+		directHandoff = false
+		defaultPolicy.Trust = time.Minute
 	}
 }
 
@@ -191,5 +274,77 @@ func TestTicketGoneWhenItsCloseIsSeen(t *testing.T) {
 	}
 	if n := <-seen; n > 0 {
 		t.Fatalf("%d of %d ticket closes were seen while the ticket was still queued", n, rounds)
+	}
+}
+
+// A hand-off's releaser parks its descriptor of F.lock (it holds nothing
+// of the lock any more: its slot lock went before the grant), and this
+// process's next seated wait on that inode takes it instead of opening
+// F.lock again: the open, its two registration calls and the releaser's
+// close, four system calls of every contended cycle. Granted through it,
+// the new holder writes and releases through that same descriptor. On the
+// code before, the releaser closed it: nothing was parked, and the third
+// holder's descriptor was a new one.
+func TestHandoffParksDescriptorForNextSeatedWait(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	// Parked long enough for a stalled machine; closed when the test ends.
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.ParkIdle = time.Minute })}
+	t.Cleanup(func() { closeParkedOn(e.lock) })
+	lockAfterSeat := func() chan *Held {
+		t.Helper()
+		ch := make(chan *Held, 1)
+		go func() {
+			h, err := Lock(context.Background(), e.state, e.opts(WithWait(time.Minute))...)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- h
+		}()
+		for start := time.Now(); waitingSeats(e) < 1; {
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the waiter was never seated")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return ch
+	}
+	h1, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	f1 := h1.rec.f
+	second := lockAfterSeat()
+	if err := h1.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h2 := <-second
+	if h2 == nil {
+		t.FailNow()
+	}
+	if p := parkedOn(t, e.lock); len(p) != 1 || p[0] != f1 {
+		t.Fatalf("after the hand-off %d descriptors are parked on F.lock, want exactly the releaser's", len(p))
+	}
+	third := lockAfterSeat()
+	if p := parkedOn(t, e.lock); len(p) != 0 {
+		t.Fatalf("a waiter is seated and %d descriptors are still parked on F.lock: it opened its own", len(p))
+	}
+	if err := h2.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h3 := <-third
+	if h3 == nil {
+		t.FailNow()
+	}
+	if accepted.Load() != 2 {
+		t.Fatalf("%d hand-offs accepted, want 2", accepted.Load())
+	}
+	if h3.rec.f != f1 {
+		t.Fatal("the third holder was granted through a new descriptor, not the one the first holder parked")
+	}
+	lockedRecordIsOurs(t, e, h3)
+	if err := h3.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }
