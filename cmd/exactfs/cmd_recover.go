@@ -104,7 +104,11 @@ func runRecover(e *env, opts any, args []string) error {
 	}
 	writeLeft(r.w, st, o.minAge)
 	if len(plan) == 0 {
-		fmt.Fprintf(r.w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, st.Lock)
+		if st.Lock == "permission_denied" {
+			fmt.Fprintf(r.w, "nothing recovered: %s is a record this user may not open, so it cannot be judged\n", st.LockPath)
+		} else {
+			fmt.Fprintf(r.w, "nothing to recover: %s is %s; no crashed claim, no residue to remove\n", st.LockPath, strings.ReplaceAll(string(st.Lock), "_", " "))
+		}
 		if st.Lock == "permission_denied" {
 			return permissionRecordError{st.LockPath, st.Detail}
 		}

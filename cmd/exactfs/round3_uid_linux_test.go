@@ -135,7 +135,12 @@ func TestGroupSharedDirectoryTwoUIDs(t *testing.T) {
 		t.Errorf("uid B: status --json: lock %q, record_owner %+v", st.Lock, st.RecordOwner)
 	}
 	expectCode(t, w.run(t, b, gid, dir, envB, "", "status", "--exit-status", "s.json"), statusBlocked, "uid B: status --exit-status")
-	expectCode(t, w.run(t, b, gid, dir, envB, "", "recover", "s.json"), exitIO, "uid B: recover")
+	r = w.run(t, b, gid, dir, envB, "", "recover", "s.json")
+	expectCode(t, r, exitIO, "uid B: recover")
+	// In words, not the state's name ("s.json.lock is permission_denied").
+	if !strings.Contains(r.stdout, "a record this user may not open") || strings.Contains(r.stdout, "permission_denied") {
+		t.Errorf("uid B: recover: %s", r)
+	}
 
 	if err := os.WriteFile(filepath.Join(dir, "private"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
