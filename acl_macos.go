@@ -188,3 +188,63 @@ func (m macACLCalls) query(op, path string, fd int, attr string) error {
 	}
 	return nil
 }
+
+// probe is exactfs doctor's ACL line on macOS, made on the probe's own new
+// file with the calls the store makes: a query (a new file may inherit an
+// ACL from its directory's file_inherit entries), the removal request sent
+// whatever the query found (so that the kernel checks its layout: an
+// EINVAL here is a bug in macRemoveACLRequest), and a query again, which
+// must find none. It is the first place a user's Mac runs fgetattrlist and
+// fsetattrlist, so it says which call failed and with what. Supported stays
+// false: the line is about POSIX ACLs, which macOS does not have.
+func (m macACLCalls) probe(fd int) ProbeResult {
+	const pre = "none (macOS has extended ACLs instead); "
+	reply := make([]byte, macACLReplyCapacity)
+	err := m.get(fd, reply)
+	var en syscall.Errno
+	if errors.As(err, &en) && (en == darwinENOTSUP || en == darwinEOPNOTSUPP) {
+		return ProbeResult{false, pre + "this filesystem holds no extended ACLs either (fgetattrlist: " + macErrnoText(err) + "): the mode bits decide here"}
+	}
+	before, detail := macACLQueryOutcome(err, reply)
+	found := "a new file here has none"
+	switch before {
+	case "":
+	case CodeACLPresent:
+		found = "a new file here inherits one from this directory (" + detail + ")"
+	default:
+		return ProbeResult{false, pre + "the store's query of them fails here: " + string(before) + ": " + detail + macCause(err)}
+	}
+	if err := m.set(fd, macRemoveACLRequest()); err != nil {
+		if c, detail := macACLClearOutcome(err); c != "" {
+			return ProbeResult{false, pre + "the store's removal of them fails here: " + string(c) + ": " + detail + macCause(err)}
+		}
+	}
+	err = m.get(fd, reply)
+	if after, detail := macACLQueryOutcome(err, reply); after != "" {
+		return ProbeResult{false, pre + "after the store's removal the query still fails: " + string(after) + ": " + detail + macCause(err)}
+	}
+	return ProbeResult{false, pre + "the store's check of them works here (fgetattrlist, fsetattrlist): " + found + "; removed and verified absent"}
+}
+
+// macCause is " (ERRNO)" for a call that failed, "" for one that answered.
+func macCause(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + macErrnoText(err) + ")"
+}
+
+// macErrnoText names err by darwin's errno numbers, on every platform (the
+// probe's decisions are tested on Linux, whose names for them differ).
+func macErrnoText(err error) string {
+	var en syscall.Errno
+	if !errors.As(err, &en) {
+		return err.Error()
+	}
+	names := map[syscall.Errno]string{darwinEPERM: "EPERM", darwinEIO: "EIO", 9: "EBADF", darwinEACCES: "EACCES",
+		22: "EINVAL", 30: "EROFS", darwinENOTSUP: "ENOTSUP", darwinENOATTR: "ENOATTR", darwinEOPNOTSUPP: "EOPNOTSUPP"}
+	if n, ok := names[en]; ok {
+		return n
+	}
+	return fmt.Sprintf("errno %d", int(en))
+}

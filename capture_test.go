@@ -1,4 +1,4 @@
-//go:build linux
+//go:build unix
 
 package exactfs
 
@@ -16,6 +16,7 @@ import (
 
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/testfs"
+	"golang.org/x/sys/unix"
 )
 
 func TestCaptureReadsBytesAndIdentity(t *testing.T) {
@@ -31,7 +32,7 @@ func TestCaptureReadsBytesAndIdentity(t *testing.T) {
 		if !bytes.Equal(got, data) || got == nil {
 			t.Fatalf("captured %d bytes, want %d", len(got), len(data))
 		}
-		st := lstatT(t, p)
+		st := unixLstatT(t, p)
 		if id.Ino != st.Ino || id.Dev != uint64(st.Dev) || id.Size != int64(len(data)) || id.Nlink != 1 ||
 			id.MtimeNs != st.Mtim.Nano() || id.CtimeNs != st.Ctim.Nano() || id.SHA256 != sum256(data) || !id.Mode.IsRegular() {
 			t.Fatalf("identity %+v does not describe the file %+v", id, st)
@@ -125,7 +126,7 @@ func TestCaptureIgnoresStatusChanges(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "f")
 			data := randBytes(1000)
 			putFile(t, p, data)
-			before := lstatT(t, p).Ctim.Nano()
+			before := unixLstatT(t, p).Ctim.Nano()
 			time.Sleep(2 * time.Millisecond)
 			restore := setHook(hook.CaptureRead, func(string) { mutate(t, p) })
 			got, id, err := Capture(p)
@@ -133,7 +134,7 @@ func TestCaptureIgnoresStatusChanges(t *testing.T) {
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("capture: %v", err)
 			}
-			if now := lstatT(t, p).Ctim.Nano(); id.CtimeNs != now || now == before {
+			if now := unixLstatT(t, p).Ctim.Nano(); id.CtimeNs != now || now == before {
 				t.Fatalf("ctime %d in the identity, %d before, %d now", id.CtimeNs, before, now)
 			}
 		})
@@ -503,4 +504,16 @@ func TestOpenCaptureRecord(t *testing.T) {
 			wantUnchanged(t, sub, before)
 		})
 	}
+}
+
+// unixLstatT is lstat as x/sys/unix spells it, whose Stat_t names the
+// timestamps Mtim and Ctim on Linux and macOS alike (package syscall's
+// darwin Stat_t calls them Mtimespec and Ctimespec).
+func unixLstatT(t testing.TB, path string) *unix.Stat_t {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
 }

@@ -15,10 +15,8 @@ func fsType(fd int) (name string, network bool) {
 	return n, false
 }
 
-func probeACL(int) ProbeResult {
-	return ProbeResult{false, "not probed on macOS (extended ACLs are checked by the store itself)"}
-}
+// probeACL runs the store's extended-ACL calls on the probe file
+// (macACLCalls.probe says what it reports).
+func probeACL(fd int) ProbeResult { return macKernel.probe(fd) }
 
-func probeOFD(int, int) ProbeResult {
-	return ProbeResult{false, "macOS has no open-file-description locks; a holder is judged by pid and start time"}
-}
+func probeOFD(int, int) ProbeResult { return ProbeResult{false, macNoOFD} }

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build unix
 
 package exactfs
 
@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"github.com/exactfs/exactfs/internal/testfs"
 )
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
@@ -73,13 +71,3 @@ func runSuite(t *testing.T, root string) {
 // TestSuite runs the suite on the filesystem of the test's temporary
 // directory.
 func TestSuite(t *testing.T) { runSuite(t, t.TempDir()) }
-
-// TestSuiteOnTmpfs runs the suite on a fresh tmpfs (needs root).
-func TestSuiteOnTmpfs(t *testing.T) { runSuite(t, testfs.Tmpfs(t)) }
-
-// TestSuiteOnXFS runs the suite on a loop-mounted xfs image (needs root
-// and xfsprogs).
-func TestSuiteOnXFS(t *testing.T) { runSuite(t, testfs.LoopXFS(t, 300)) }
-
-// TestSuiteOnExt4 runs the suite on a loop-mounted ext4 image.
-func TestSuiteOnExt4(t *testing.T) { runSuite(t, testfs.LoopExt4(t, 64)) }

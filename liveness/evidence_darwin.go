@@ -3,10 +3,11 @@ package liveness
 import (
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/exactfs/exactfs/internal/sys"
 )
 
 // pidNamespaces: the platform has pid namespaces (Evidence.InitialPidNS).
@@ -28,15 +29,12 @@ func procStartTime(int) (string, error) {
 }
 
 // bootID returns kern.bootsessionuuid, which the kernel generates afresh at
-// every boot and keeps for the life of the boot.
+// every boot and keeps for the life of the boot, checked and lower-cased
+// by internal/sys (the form the store's lease records carry too).
 func bootID() (string, error) {
-	id, err := unix.Sysctl("kern.bootsessionuuid")
+	id, err := sys.BootSessionID()
 	if err != nil {
 		return "", fmt.Errorf("liveness: boot id: %w", err)
-	}
-	id = strings.ToLower(strings.TrimSpace(id))
-	if id == "" {
-		return "", fmt.Errorf("liveness: boot id: kern.bootsessionuuid is empty")
 	}
 	return id, nil
 }

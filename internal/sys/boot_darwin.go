@@ -23,3 +23,14 @@ func BootSession() (id string, start time.Time, err error) {
 	}
 	return parseBoot(u, int64(tv.Sec), int64(tv.Usec))
 }
+
+// BootSessionID is BootSession's id alone, for readers that need no boot
+// time (liveness's boot_id), so that a failing kern.boottime does not cost
+// them the id, and both read one form of it.
+func BootSessionID() (string, error) {
+	u, err := unix.Sysctl("kern.bootsessionuuid")
+	if err != nil {
+		return "", err
+	}
+	return parseBootID(u)
+}

@@ -20,3 +20,14 @@ func TestBootSession(t *testing.T) {
 		t.Fatalf("boot time %v then %v, now %v", start, start2, time.Now())
 	}
 }
+
+// On a Mac: the id alone is BootSession's.
+func TestBootSessionID(t *testing.T) {
+	id, _, err := BootSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := BootSessionID(); err != nil || got != id {
+		t.Fatalf("BootSessionID = %q, %v; BootSession's id %q", got, err, id)
+	}
+}

@@ -29,5 +29,15 @@ func TestParseBoot(t *testing.T) {
 		if _, _, err := parseBoot(c.uuid, c.sec, c.usec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("parseBoot(%q, %d, %d) = %v, want an error about %q", c.uuid, c.sec, c.usec, err, c.want)
 		}
+		// The id alone (BootSessionID, liveness's boot_id) is held to the
+		// same rule: before, liveness took any non-empty text, the nil
+		// UUID included.
+		_, err := parseBootID(c.uuid)
+		if uuidBad := !strings.Contains(c.want, "kern.boottime"); uuidBad != (err != nil) {
+			t.Errorf("parseBootID(%q) = %v", c.uuid, err)
+		}
+	}
+	if id, err := parseBootID(" 5B2A1C3D-0E4F-4A6B-8C9D-0123456789AB\n"); err != nil || id != "5b2a1c3d-0e4f-4a6b-8c9d-0123456789ab" {
+		t.Fatalf("parseBootID: %q, %v", id, err)
 	}
 }
