@@ -103,6 +103,13 @@ type stickyEntry struct {
 	ring *wake.Mailbox
 }
 
+// idle reports whether e may be forgotten (e.mu held): it keeps nothing,
+// no watcher runs for it and no let-go is under way. What it remembers
+// besides (the last release, whether this process re-locks) is only
+// worth an entry while the map has room (stickyFor) and until ReleaseKept
+// (forgetIdleStickies).
+func (e *stickyEntry) idle() bool { return e.r == nil && !e.watching && e.letting == nil }
+
 // stickyReport receives the failure of a release made in the background
 // (the caller that released has returned). Tests replace it.
 var stickyReport = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
@@ -127,7 +134,7 @@ func (l *locker) stickyFor(create bool) *stickyEntry {
 	if len(stickies.m) >= stickyMax {
 		for k, o := range stickies.m {
 			o.mu.Lock()
-			idle := o.r == nil && !o.watching && o.letting == nil
+			idle := o.idle()
 			o.mu.Unlock()
 			if idle {
 				delete(stickies.m, k)
@@ -361,33 +368,45 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 			}
 			continue
 		}
-		l, r, ch := e.takeKept()
-		e.mu.Unlock()
-		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, _, err := l.handoff(r); handed {
-			r.f.Close()
-			if err != nil {
-				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
-			}
-			l.close()
-			e.letGone(ch, nil, nil)
-			continue
-		}
-		if _, kept, err := l.releaseReference(context.Background(), r, true, true); kept {
+		if e.letGo(true) {
 			// The claim is busy (a reference contender's attempt, or a
 			// claim its dead taker stranded until Go heals it): ownership
 			// stays with us, and we try again. We still own F.lock, so
 			// nothing else was kept meanwhile.
-			e.letGone(ch, l, r)
 			time.Sleep(bo.Step(time.Hour))
 			continue
-		} else if err != nil {
-			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
 		}
 		bo.Reset()
-		l.close()
-		e.letGone(ch, nil, nil)
 	}
+}
+
+// letGo lets the kept record go, the one sequence the watcher and
+// ReleaseKept share: it takes the record off e (e.mu held, e.r set; letGo
+// unlocks e.mu), hands it to the oldest seated Go waiter or else releases
+// it the reference way, gives back the locker's reference (l.extra) and
+// ends the let-go (letGone), so that a Lock of this process waiting on it
+// goes on. once: a single attempt at the claim (the watcher's); when it is
+// busy the record is kept again, due for release, the locker's reference
+// stays with it, and letGo reports true. Without once the release waits
+// for the claim as an Unlock does.
+func (e *stickyEntry) letGo(once bool) (busy bool) {
+	l, r, ch := e.takeKept()
+	e.mu.Unlock()
+	hook.Fire(hook.LockStickyLetGo, l.lockPath)
+	if handed, _, err := l.handoff(r); handed {
+		r.f.Close()
+		if err != nil {
+			stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
+		}
+	} else if _, kept, err := l.releaseReference(context.Background(), r, true, once); kept {
+		e.letGone(ch, l, r)
+		return true
+	} else if err != nil {
+		stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
+	}
+	l.close()
+	e.letGone(ch, nil, nil)
+	return false
 }
 
 // takeKept takes the kept record off e to let it go (e.mu held); until
@@ -476,19 +495,7 @@ func ReleaseKept() {
 			e.mu.Unlock()
 			continue
 		}
-		l, r, ch := e.takeKept()
-		e.mu.Unlock()
-		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, _, err := l.handoff(r); handed {
-			r.f.Close()
-			if err != nil {
-				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
-			}
-		} else if _, _, err := l.releaseReference(context.Background(), r, true, false); err != nil {
-			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
-		}
-		l.close()
-		e.letGone(ch, nil, nil)
+		e.letGo(false)
 	}
 	// A watcher may be in the middle of a release it took over: wait for
 	// it (it ends as soon as nothing is kept).
@@ -526,7 +533,7 @@ func forgetIdleStickies() {
 	stickies.Lock()
 	for k, e := range stickies.m {
 		e.mu.Lock()
-		if e.r == nil && !e.watching && e.letting == nil {
+		if e.idle() {
 			delete(stickies.m, k)
 		}
 		e.mu.Unlock()
