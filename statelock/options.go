@@ -123,7 +123,9 @@ func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on 
 func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }
 
 // defaultPolicy is the waiting policy of every call: wake.NewPolicy's
-// defaults. Never written: withPolicy changes a copy.
+// defaults. Written only by a test binary before its first call (TestMain,
+// a worker process's start), never while calls run: withPolicy changes a
+// copy.
 var defaultPolicy = wake.NewPolicy(queueBase)
 
 // withPolicy changes the waiting policy's knobs of one call (tests only).
