@@ -75,7 +75,7 @@ const handoffNamePatience = time.Second
 // seated and no release grants, the reference path, as before; tests turn
 // it off to show what the hand-off's guards are for).
 func (l *locker) cohort() bool {
-	return l.cfg.policy.Handoff && ofdSupported && kernelSlots && slotOf(l.self.PidfdIno) != 0
+	return l.cfg.policy.Handoff && ofdSupported && !l.cfg.noSlots && slotOf(l.self.PidfdIno) != 0
 }
 
 // mailboxes are the mailboxes this process has mapped, by the lock
