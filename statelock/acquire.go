@@ -47,11 +47,6 @@ type acquisition struct {
 	direct bool
 }
 
-// noWaker makes every wait a timed sleep, as where inotify is unavailable
-// (wake.NewWatch). A variable for tests: the no-inotify path (every Mac)
-// runs on Linux.
-var noWaker = false
-
 // tried says how an attempt that did not take the lock went.
 type tried struct {
 	skipped bool // no attempt: others go first
@@ -146,7 +141,7 @@ func (a *acquisition) wait(c *contention, how tried) error {
 		// otherwise cost a full sleep. Once only: with no inotify the
 		// watch stays nil and the waits below are plain timed sleeps.
 		a.armed = true
-		a.w = wake.NewWatch(a.l.dir.Name(), a.l.lockName, noWaker)
+		a.w = wake.NewWatch(a.l.dir.Name(), a.l.lockName, !a.l.cfg.policy.Watch)
 		a.tk = a.l.join(nil)
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/internal/sys"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // cpuTime is this process's user plus system CPU time.
@@ -64,7 +65,7 @@ func waitCPUWorker() error {
 	defer hook.Set(hook.LockWaitUnchanged, func(string) { mu.Lock(); r.Unchanged++; mu.Unlock() })()
 	defer hook.Set(hook.LockWaitTimedOut, func(string) { mu.Lock(); r.TimedOut++; mu.Unlock() })()
 	// STATELOCK_NO_WAKER=1: wait as where inotify is unavailable.
-	noWaker = os.Getenv("STATELOCK_NO_WAKER") == "1"
+	watch := withPolicy(func(p *wake.Policy) { p.Watch = os.Getenv("STATELOCK_NO_WAKER") != "1" })
 	os.Stdout.WriteString("W\n")
 	before, err := cpuTime()
 	if err != nil {
@@ -72,7 +73,7 @@ func waitCPUWorker() error {
 	}
 	start := time.Now()
 	h, err := Lock(context.Background(), os.Getenv("STATELOCK_STATE"), WithConfigRoot(os.Getenv("STATELOCK_CONFIG")),
-		WithWait(time.Duration(envInt("STATELOCK_WAIT_MS", 2000))*time.Millisecond))
+		WithWait(time.Duration(envInt("STATELOCK_WAIT_MS", 2000))*time.Millisecond), watch)
 	at, _ := sys.MonotonicNs()
 	elapsed := time.Since(start)
 	after, cerr := cpuTime()

@@ -21,8 +21,8 @@ import (
 // (TestPowerCutCohort). Fails without the
 // fsync of the growth: the hook before it never fires.
 func TestRecordGrowthIsSynced(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	var (
 		mu    sync.Mutex
 		grows = map[string]int{}

@@ -65,25 +65,23 @@ import (
 // size) or the local-filesystem test (wake.Open), where our record does
 // not fit in a seat, and for TryLock (one attempt, no waiting).
 
-// directHandoff is the internal switch of the hand-off: off, no waiter is
-// seated and no release grants (the reference path, as before). A
-// variable for tests that show what the hand-off's guards are for.
-var directHandoff = true
-
 // handoffNamePatience bounds how long a granter, and a granted waiter,
 // keep looking for F.lock's name when a peer's exact unlink detached it
 // (§4.8.2d): the reference puts the inode back within a few system calls.
 const handoffNamePatience = time.Second
 
-// cohort reports whether this process may take part in hand-offs.
+// cohort reports whether this call may take part in hand-offs. The
+// switch is the waiting policy's (wake.Policy.Handoff: off, no waiter is
+// seated and no release grants, the reference path, as before; tests turn
+// it off to show what the hand-off's guards are for).
 func (l *locker) cohort() bool {
-	return directHandoff && ofdSupported && kernelSlots && slotOf(l.self.PidfdIno) != 0
+	return l.cfg.policy.Handoff && ofdSupported && !l.cfg.noSlots && slotOf(l.self.PidfdIno) != 0
 }
 
 // mailboxes are the mailboxes this process has mapped, by the lock
 // directory and the lock's name. A user holds a reference for as long as
 // it uses the mapping (a seated wait, one hand-off, one nudge); one that
-// nobody has used for mailboxIdle is unmapped and closed, so that a
+// nobody has used for MailboxIdle is unmapped and closed, so that a
 // process that stopped locking keeps no descriptor on the filesystem (it
 // could not be unmounted), as parked records are closed (park.go). A
 // mailbox whose name came to name another file is replaced, the old one
@@ -110,9 +108,6 @@ type mailboxEntry struct {
 
 const mailboxMax = 64
 
-// mailboxIdle is how long an unused mailbox stays mapped.
-var mailboxIdle = time.Second
-
 // mailbox returns the mapped mailbox of this lock, opening (and, when
 // create is set, creating) it, and the function that gives it back; nil
 // when there is none to use.
@@ -138,7 +133,7 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 		// then stale, as it is when the name is another inode now.
 		if err == nil {
 			if id, ok := fi.Sys().(exactfs.Identity); ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
-				return e.mb, e.take()
+				return e.mb, e.take(l.cfg.policy.MailboxIdle)
 			}
 		}
 		e.stale = true
@@ -160,7 +155,7 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	e := &mailboxEntry{key: key, mb: mb}
 	mailboxes.m[key] = e
 	mailboxes.n++
-	return mb, e.take()
+	return mb, e.take(l.cfg.policy.MailboxIdle)
 }
 
 // ownsDir reports whether the lock's directory is owned by our euid.
@@ -169,18 +164,20 @@ func (l *locker) ownsDir() bool {
 	return err == nil && l.euid >= 0 && st.Uid == uint32(l.euid)
 }
 
-// take counts a user (mailboxes locked) and returns its give-back.
-func (e *mailboxEntry) take() func() {
+// take counts a user (mailboxes locked) and returns its give-back. idle
+// is the user's policy's MailboxIdle: the last user's give-back arms the
+// timer that unmaps the mailbox, with its own.
+func (e *mailboxEntry) take(idle time.Duration) func() {
 	e.refs++
 	if e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil
 	}
 	var once sync.Once
-	return func() { once.Do(e.give) }
+	return func() { once.Do(func() { e.give(idle) }) }
 }
 
-func (e *mailboxEntry) give() {
+func (e *mailboxEntry) give(idle time.Duration) {
 	mailboxes.Lock()
 	defer mailboxes.Unlock()
 	e.refs--
@@ -189,7 +186,7 @@ func (e *mailboxEntry) give() {
 	case e.stale:
 		e.close()
 	default:
-		e.timer = time.AfterFunc(mailboxIdle, e.expire)
+		e.timer = time.AfterFunc(idle, e.expire)
 	}
 }
 

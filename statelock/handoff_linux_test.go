@@ -62,7 +62,7 @@ func lockedRecordIsOurs(t *testing.T, e *testEnv, h *Held) {
 // TestHandoffBetweenProcesses: a Go holder in another process hands F.lock
 // straight to the Go waiter seated behind it: the waiter enters on its own
 // bytes (the accepted hook), without taking the transition claim, and
-// F.lock never holds a tombstone in between. With directHandoff off the
+// F.lock never holds a tombstone in between. With the hand-off off the
 // waiter takes the claim and never accepts a grant.
 func TestHandoffBetweenProcesses(t *testing.T) {
 	requireCohort(t)
@@ -647,5 +647,56 @@ func handoffOnce(t *testing.T, e *testEnv) {
 	}
 	if err := w.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A mapped mailbox nobody uses is unmapped after the MailboxIdle of the
+// call that gave it back, not after one idle time of the process: of two
+// locks' mailboxes, the one given back with 30 ms is unmapped, the one
+// given back with an hour is still mapped well past the default second.
+// With one variable for the process, as before the knobs were fields,
+// both went after the same time.
+func TestMailboxUnmappedAfterItsCallsIdle(t *testing.T) {
+	mapped := func(l *locker) bool {
+		dev, ino := l.dir.Inode()
+		mailboxes.Lock()
+		defer mailboxes.Unlock()
+		return mailboxes.m[mailboxKey{dev, ino, l.lockName}] != nil
+	}
+	open := func(e *testEnv, idle time.Duration) *locker {
+		l, err := newLocker(e.state, e.opts(withPolicy(func(p *wake.Policy) { p.MailboxIdle = idle })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.close)
+		mb, done := l.mailbox(true)
+		if mb == nil {
+			t.Skip("no mailbox here (wake.Open refused the directory)")
+		}
+		done()
+		return l
+	}
+	long := open(newEnv(t), time.Hour)
+	t.Cleanup(func() {
+		// Unmap it now, as its timer would in an hour.
+		dev, ino := long.dir.Inode()
+		mailboxes.Lock()
+		if e := mailboxes.m[mailboxKey{dev, ino, long.lockName}]; e != nil && e.refs == 0 {
+			e.timer.Stop()
+			delete(mailboxes.m, e.key)
+			e.close()
+		}
+		mailboxes.Unlock()
+	})
+	start := time.Now()
+	short := open(newEnv(t), 30*time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); mapped(short); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the mailbox given back with a 30 ms idle time is still mapped after 5 s")
+		}
+	}
+	time.Sleep(time.Until(start.Add(wake.DefaultMailboxIdle + 500*time.Millisecond)))
+	if !mapped(long) {
+		t.Fatalf("the mailbox given back with an hour's idle time was unmapped within %s", time.Since(start).Round(time.Millisecond))
 	}
 }

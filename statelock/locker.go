@@ -54,13 +54,6 @@ type locker struct {
 	extra atomic.Int32
 }
 
-// kernelSlots is the internal switch of SPEC §4.8.1's kernel slots: F.lock
-// records of this process carry "ofd_slot" and are attested by the shared
-// lock on that one byte (slot.go). Off, every record is attested by the
-// exclusive whole-range lock, as before the cohort. A variable for tests
-// that stand in for an older exactfs.
-var kernelSlots = true
-
 var hostCache sync.Map // config root -> liveness.HostIdentity
 
 // hostIdentity loads the host identity for the config root once per
@@ -219,10 +212,11 @@ func (l *locker) newOwner() *Record {
 // the host id there. Tombstones keep owner_host_id.
 //
 // Its record carries this process's kernel slot (slot.go, slotOf)
-// where the kernel gives one and kernelSlots is on.
+// where the kernel gives one, unless the call turned slots off
+// (config.noSlots).
 func (l *locker) lockOwner() *Record {
 	r := l.newOwner()
-	if ofdSupported && kernelSlots {
+	if ofdSupported && !l.cfg.noSlots {
 		r.OfdSlot = slotOf(l.self.PidfdIno)
 	}
 	if !l.self.InitialPidNS() {

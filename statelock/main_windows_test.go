@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	// As on Unix (worker_test.go): the tests check what the reference
 	// release leaves on disk; sticky ownership has its own tests.
-	stickyOwnership = false
+	defaultPolicy.Sticky = false
 	code := m.Run()
 	restoreOwner()
 	closeGate()

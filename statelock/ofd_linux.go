@@ -81,14 +81,16 @@ func (p probeFd) close() { exactfs.LockFD(p.fd).Close() }
 
 // looks keeps one read-only descriptor per F.lock inode a new caller of
 // this process has looked at (look), shared by concurrent callers and
-// closed after lookIdle unused, so that a caller's look neither opens nor
-// closes one: closing a read-only descriptor of F.lock is the event that
-// wakes the waiters queued behind the first (internal/wake watch.go), and a busy
-// lock sees a new caller on every update. A descriptor keeps its inode
+// closed after the policy's LookIdle unused, so that a caller's look
+// neither opens nor closes one: closing a read-only descriptor of F.lock
+// is the event that wakes the waiters queued behind the first
+// (internal/wake watch.go), and a busy lock sees a new caller on every
+// update. A descriptor keeps its inode
 // alive, so an inode number that lstat shows under the same device is that
 // very inode. At most lookMax are kept; beyond that a look opens and
 // closes its own. An idle descriptor holds its filesystem busy (umount)
-// for at most lookIdle.
+// for at most LookIdle: that of the call that gave it back last (which
+// arms its timer; an entry outlives the calls that use it).
 var looks struct {
 	sync.Mutex
 	m map[[2]uint64]*lookEntry
@@ -99,12 +101,11 @@ type lookEntry struct {
 	fd    exactfs.LockFD
 	refs  int
 	used  time.Time
+	idle  time.Duration // the LookIdle of the call that gave it back last
 	timer *time.Timer
 }
 
 const lookMax = 64
-
-var lookIdle = time.Second // a variable for tests
 
 // lookProbe returns a read-only descriptor on the regular file name names
 // now, and done, which the caller calls when it no longer uses it (and
@@ -141,16 +142,17 @@ func (l *locker) lookProbe(name string) (fd exactfs.LockFD, done func()) {
 	}
 	e.refs++
 	looks.Unlock()
-	return e.fd, e.release
+	idle := l.cfg.policy.LookIdle
+	return e.fd, func() { e.release(idle) }
 }
 
-func (e *lookEntry) release() {
+func (e *lookEntry) release(idle time.Duration) {
 	looks.Lock()
 	defer looks.Unlock()
 	e.refs--
-	e.used = time.Now()
+	e.used, e.idle = time.Now(), idle
 	if e.refs == 0 && e.timer == nil {
-		e.timer = time.AfterFunc(lookIdle, e.expire)
+		e.timer = time.AfterFunc(idle, e.expire)
 	}
 }
 
@@ -161,7 +163,7 @@ func (e *lookEntry) expire() {
 	if e.refs > 0 {
 		return
 	}
-	if d := lookIdle - time.Since(e.used); d > 0 {
+	if d := e.idle - time.Since(e.used); d > 0 {
 		e.timer = time.AfterFunc(d, e.expire)
 		return
 	}

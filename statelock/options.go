@@ -35,6 +35,15 @@ type config struct {
 	// noGroup: Update takes the lock on its own (WithGroupCommit(false)).
 	noGroup bool
 	probe   liveness.Prober // tests only (withProber)
+	// noSlots turns off SPEC §4.8.1's kernel slots for this call (tests
+	// only: withoutKernelSlots). On, F.lock records of this process carry
+	// "ofd_slot" and are attested by the shared lock on that one byte
+	// (slot.go); off, a record is attested by the exclusive whole-range
+	// lock, as before the cohort, and the call takes no part in it
+	// (cohort). This is protocol, not waiting: it decides the bytes of
+	// the record and what attests it, so it is the call's configuration,
+	// beside the host rules, and not a knob of wake.Policy.
+	noSlots bool
 	// policy: the waiting policy (the queue of waiters not seated in the
 	// mailbox, when a release wakes the first of them, the cohort's polls
 	// and yields), with its knobs: defaultPolicy unless a test gave its
@@ -122,8 +131,14 @@ func WithGroupCommit(on bool) Option { return func(c *config) { c.noGroup = !on 
 // disk.
 func withProber(p liveness.Prober) Option { return func(c *config) { c.probe = p } }
 
+// withoutKernelSlots makes a call write and attest its records as an
+// exactfs from before the kernel slots (tests that stand in for one).
+func withoutKernelSlots() Option { return func(c *config) { c.noSlots = true } }
+
 // defaultPolicy is the waiting policy of every call: wake.NewPolicy's
-// defaults. Never written: withPolicy changes a copy.
+// defaults. Written only by a test binary before its first call (TestMain,
+// a worker process's start), never while calls run: withPolicy changes a
+// copy.
 var defaultPolicy = wake.NewPolicy(queueBase)
 
 // withPolicy changes the waiting policy's knobs of one call (tests only).

@@ -25,6 +25,9 @@ import (
 // (device, inode) that lstat shows for the name is that very inode, and it
 // is taken only after such an lstat (takeParked). Its filesystem stays busy
 // for an unmount for at most the policy's ParkIdle after the last release.
+// Each parked descriptor outlives the call that parked it and takes its
+// time from that call's policy (the idle given to park), never from a
+// later caller's.
 var parked struct {
 	sync.Mutex
 	m map[[2]uint64][]*parkedFile

@@ -19,11 +19,13 @@ import (
 )
 
 // New callers of one process look at F.lock through one shared descriptor,
-// which is closed once it has been idle for lookIdle.
+// which is closed once it has been idle for the policy's LookIdle. (Not
+// parallel: it counts the process's look descriptors, and a closed
+// descriptor's number may be another test's at once.)
 func TestLookDescriptorSharedAndClosedWhenIdle(t *testing.T) {
-	defer func(d time.Duration) { lookIdle = d }(lookIdle)
-	lookIdle = 50 * time.Millisecond
+	const lookIdle = 50 * time.Millisecond
 	e := newEnv(t)
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.LookIdle = lookIdle })}
 	lockCycle(t, e)
 	l, err := newLocker(e.state, e.opts())
 	if err != nil {
@@ -218,7 +220,7 @@ func waitersOn(t *testing.T, e *testEnv) int {
 // worker process only: defaultPolicy is otherwise never written.
 func init() {
 	if os.Getenv(workerEnv) != "" && os.Getenv("STATELOCK_NO_COHORT") == "1" {
-		directHandoff = false
+		defaultPolicy.Handoff = false
 		defaultPolicy.Trust = time.Minute
 	}
 }

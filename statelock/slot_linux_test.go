@@ -181,9 +181,9 @@ func TestSlotNeverReusedAcrossProcesses(t *testing.T) {
 // With kernel slots off (a kernel without pidfs, or the switch) the
 // record carries no ofd_slot and the holder locks the whole range.
 func TestSlotAbsentWithoutSlots(t *testing.T) {
-	defer func(v bool) { kernelSlots = v }(kernelSlots)
-	kernelSlots = false
+	t.Parallel() // its switch is its own call's; it sets no hook and uses its own directory
 	e := newEnv(t)
+	e.extra = []Option{withoutKernelSlots()}
 	h, err := Lock(context.Background(), e.state, e.opts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +200,39 @@ func TestSlotAbsentWithoutSlots(t *testing.T) {
 	defer rw.Close()
 	if err := slotLock(rw.Fd(), 1); err != errOFDConflict {
 		t.Fatalf("a slot lock beside a whole-range holder: %v, want a conflict", err)
+	}
+}
+
+// The slot switch is the call's, not the process's: while one call of
+// this process holds a lock without slots, another holds its own lock
+// with its slot in the record. (With the process-wide variable before,
+// the second record carried no slot either.)
+func TestSlotSwitchIsTheCalls(t *testing.T) {
+	t.Parallel() // as TestSlotAbsentWithoutSlots
+	n := requireSlot(t)
+	without, with := newEnv(t), newEnv(t)
+	h1, err := Lock(context.Background(), without.state, without.opts(withoutKernelSlots())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h1.Unlock()
+	h2, err := Lock(context.Background(), with.state, with.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Unlock()
+	slot := func(e *testEnv) uint64 {
+		r, err := ParseRecord(mustRead(t, e.lock))
+		if err != nil {
+			t.Fatalf("F.lock: %v", err)
+		}
+		return r.OfdSlot
+	}
+	if got := slot(without); got != 0 {
+		t.Fatalf("the call without slots wrote slot %d: %s", got, mustRead(t, without.lock))
+	}
+	if got := slot(with); got != n {
+		t.Fatalf("the call with slots wrote slot %d, want %d: %s", got, n, mustRead(t, with.lock))
 	}
 }
 

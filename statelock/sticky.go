@@ -17,9 +17,10 @@ import (
 //
 // A Go cohort owner (its record carries ofd_slot and its slot lock is held)
 // whose release finds no Go waiter to hand F.lock to may keep it, record
-// and slot lock, for at most stickyIdle after its caller's release, when:
+// and slot lock, for at most the policy's StickyIdle (2 ms) after its
+// caller's release, when:
 //
-//   - this process re-locked within stickyIdle of its release before (a
+//   - this process re-locked within that time of its release before (a
 //     process that locks once, a CLI call, never leaves a live record
 //     behind: its release is the reference one, a tombstone);
 //   - no claim directory exists, and the sidecar was not written since the
@@ -54,14 +55,13 @@ import (
 // judges it dead by its free slot, TypeScript by its pid, and either
 // reclaims it at once.
 
-// stickyOwnership is the internal switch of sticky ownership. A variable
-// for tests that show what its guards are for.
-var stickyOwnership = true
-
-// stickyIdle is the longest a record is kept after a release (SPEC §4.8.3).
-// A variable for tests, which make it long so that what happens within it
-// does not depend on how fast the machine is.
-var stickyIdle = 2 * time.Millisecond
+// The switch (Sticky) and the idle time (StickyIdle) are the waiting
+// policy's (wake.Policy), per call: tests turn it off to show what its
+// guards are for, and make the idle time long so that what happens within
+// it does not depend on how fast the machine is. An entry below outlives
+// the call, so it takes the idle time of the release that stored its
+// releasedAt (stick): both what counts as a re-lock after that release
+// (resumeSticky) and how long the watcher keeps the record it kept.
 
 // stickies are the locks this process released lately, by directory and
 // name: when, and the record kept if any. At most stickyMax entries; an
@@ -79,10 +79,12 @@ type stickyEntry struct {
 	// open for the watcher's release (l.extra counts the reference).
 	l *locker
 	r *heldRecord // the kept record; nil when nothing is kept
-	// releasedAt is when a caller of this process last released the lock;
-	// relocked whether its last Lock came within stickyIdle of the release
-	// before it (the process re-locks: it may keep).
+	// releasedAt is when a caller of this process last released the lock,
+	// and stickyIdle that caller's policy's StickyIdle; relocked whether
+	// its last Lock came within the stickyIdle of the release before it
+	// (the process re-locks: it may keep).
 	releasedAt time.Time
+	stickyIdle time.Duration
 	relocked   bool
 	// retry: the kept record is due for release (a claim was seen, or a
 	// busy claim refused the watcher's release); it is not taken back.
@@ -102,6 +104,13 @@ type stickyEntry struct {
 	kick chan struct{}
 	ring *wake.Mailbox
 }
+
+// idle reports whether e may be forgotten (e.mu held): it keeps nothing,
+// no watcher runs for it and no let-go is under way. What it remembers
+// besides (the last release, whether this process re-locks) is only
+// worth an entry while the map has room (stickyFor) and until ReleaseKept
+// (forgetIdleStickies).
+func (e *stickyEntry) idle() bool { return e.r == nil && !e.watching && e.letting == nil }
 
 // stickyReport receives the failure of a release made in the background
 // (the caller that released has returned). Tests replace it.
@@ -127,7 +136,7 @@ func (l *locker) stickyFor(create bool) *stickyEntry {
 	if len(stickies.m) >= stickyMax {
 		for k, o := range stickies.m {
 			o.mu.Lock()
-			idle := o.r == nil && !o.watching && o.letting == nil
+			idle := o.idle()
 			o.mu.Unlock()
 			if idle {
 				delete(stickies.m, k)
@@ -143,7 +152,7 @@ func (l *locker) stickyFor(create bool) *stickyEntry {
 }
 
 // stickyOn reports whether l may keep or take back a record.
-func (l *locker) stickyOn() bool { return stickyOwnership && l.cohort() }
+func (l *locker) stickyOn() bool { return l.cfg.policy.Sticky && l.cohort() }
 
 // resumeSticky is a Lock's first step: it takes back the record this
 // process kept, if any, and notes whether this Lock is a re-lock.
@@ -172,7 +181,7 @@ func (l *locker) resumeSticky(ctx context.Context) *heldRecord {
 		e.mu.Lock()
 	}
 	now := time.Now()
-	e.relocked = !e.releasedAt.IsZero() && now.Sub(e.releasedAt) <= stickyIdle
+	e.relocked = !e.releasedAt.IsZero() && now.Sub(e.releasedAt) <= e.stickyIdle
 	r, kl := e.r, e.l
 	if r == nil || e.retry || now.Before(e.yieldUntil) || kl.host.ID != l.host.ID || kl.euid != l.euid {
 		e.mu.Unlock()
@@ -252,7 +261,7 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.releasedAt = time.Now()
+	e.releasedAt, e.stickyIdle = time.Now(), l.cfg.policy.StickyIdle
 	if yielded || !e.relocked || e.r != nil || e.releasedAt.Before(e.yieldUntil) {
 		// Not while this process yields to a reference contender: the
 		// yield is for it to find the tombstone, and a record kept now
@@ -346,7 +355,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 		if mb != nil {
 			bell = mb.Bell()
 		}
-		left := stickyIdle - time.Since(e.releasedAt)
+		left := e.stickyIdle - time.Since(e.releasedAt)
 		if !e.retry && left > 0 && (mb == nil || mb.Waiting() == 0) {
 			e.mu.Unlock()
 			if mb != nil {
@@ -361,33 +370,45 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 			}
 			continue
 		}
-		l, r, ch := e.takeKept()
-		e.mu.Unlock()
-		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, _, err := l.handoff(r); handed {
-			r.f.Close()
-			if err != nil {
-				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
-			}
-			l.close()
-			e.letGone(ch, nil, nil)
-			continue
-		}
-		if _, kept, err := l.releaseReference(context.Background(), r, true, true); kept {
+		if e.letGo(true) {
 			// The claim is busy (a reference contender's attempt, or a
 			// claim its dead taker stranded until Go heals it): ownership
 			// stays with us, and we try again. We still own F.lock, so
 			// nothing else was kept meanwhile.
-			e.letGone(ch, l, r)
 			time.Sleep(bo.Step(time.Hour))
 			continue
-		} else if err != nil {
-			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
 		}
 		bo.Reset()
-		l.close()
-		e.letGone(ch, nil, nil)
 	}
+}
+
+// letGo lets the kept record go, the one sequence the watcher and
+// ReleaseKept share: it takes the record off e (e.mu held, e.r set; letGo
+// unlocks e.mu), hands it to the oldest seated Go waiter or else releases
+// it the reference way, gives back the locker's reference (l.extra) and
+// ends the let-go (letGone), so that a Lock of this process waiting on it
+// goes on. once: a single attempt at the claim (the watcher's); when it is
+// busy the record is kept again, due for release, the locker's reference
+// stays with it, and letGo reports true. Without once the release waits
+// for the claim as an Unlock does.
+func (e *stickyEntry) letGo(once bool) (busy bool) {
+	l, r, ch := e.takeKept()
+	e.mu.Unlock()
+	hook.Fire(hook.LockStickyLetGo, l.lockPath)
+	if handed, _, err := l.handoff(r); handed {
+		r.f.Close()
+		if err != nil {
+			stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
+		}
+	} else if _, kept, err := l.releaseReference(context.Background(), r, true, once); kept {
+		e.letGone(ch, l, r)
+		return true
+	} else if err != nil {
+		stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
+	}
+	l.close()
+	e.letGone(ch, nil, nil)
+	return false
 }
 
 // takeKept takes the kept record off e to let it go (e.mu held); until
@@ -476,19 +497,7 @@ func ReleaseKept() {
 			e.mu.Unlock()
 			continue
 		}
-		l, r, ch := e.takeKept()
-		e.mu.Unlock()
-		hook.Fire(hook.LockStickyLetGo, l.lockPath)
-		if handed, _, err := l.handoff(r); handed {
-			r.f.Close()
-			if err != nil {
-				stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
-			}
-		} else if _, _, err := l.releaseReference(context.Background(), r, true, false); err != nil {
-			stickyReport(fmt.Sprintf("exactfs: releasing the lock %s this process kept failed: %v", l.lockPath, err))
-		}
-		l.close()
-		e.letGone(ch, nil, nil)
+		e.letGo(false)
 	}
 	// A watcher may be in the middle of a release it took over: wait for
 	// it (it ends as soon as nothing is kept).
@@ -526,7 +535,7 @@ func forgetIdleStickies() {
 	stickies.Lock()
 	for k, e := range stickies.m {
 		e.mu.Lock()
-		if e.r == nil && !e.watching && e.letting == nil {
+		if e.idle() {
 			delete(stickies.m, k)
 		}
 		e.mu.Unlock()

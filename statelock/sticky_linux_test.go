@@ -26,13 +26,13 @@ import (
 // in these tests, so that what happens inside it is decided by the steps
 // taken (hooks, processes), never by how fast the machine is.
 
-// longSticky makes the idle time an hour for the test.
-func longSticky(t *testing.T) {
+// longSticky turns sticky ownership on for e's calls (TestMain turns it
+// off for the other tests of this process), its idle time an hour.
+func longSticky(t *testing.T, e *testEnv) {
 	t.Helper()
 	requireCohort(t)
-	old, on := stickyIdle, stickyOwnership
-	stickyIdle, stickyOwnership = time.Hour, true
-	t.Cleanup(func() { letGoKept(); stickyIdle, stickyOwnership = old, on })
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.Sticky, p.StickyIdle = true, time.Hour }))
+	t.Cleanup(letGoKept)
 }
 
 // hookOrder records the order in which the named hooks fire.
@@ -74,8 +74,8 @@ func recordAt(t *testing.T, e *testEnv) *Record {
 // after), its second is kept. Without the re-lock rule (stick's relocked)
 // the first release would keep a live record too.
 func TestStickyOnlyForRelock(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	kept := countHook(t, hook.LockStickyKept)
 	stickyCycle(t, e)
 	if r := recordAt(t, e); !r.Released || kept.Load() != 0 {
@@ -87,11 +87,77 @@ func TestStickyOnlyForRelock(t *testing.T) {
 	}
 	// Off, the release is the reference one however fast we re-lock.
 	letGoKept()
-	stickyOwnership = false
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.Sticky = false }))
 	stickyCycle(t, e)
 	stickyCycle(t, e)
 	if r := recordAt(t, e); !r.Released {
 		t.Fatalf("sticky ownership off, F.lock kept: %s", mustRead(t, e.lock))
+	}
+}
+
+// The idle time is the releasing call's (wake.Policy.StickyIdle), not the
+// process's: of two locks of this process, one kept for an hour and one
+// for 200 ms, the second is let go (a tombstone) while the first stays
+// kept. With one variable for the process, as before the knobs were
+// fields, either both were let go or neither.
+func TestStickyIdleIsTheReleasingCalls(t *testing.T) {
+	long := newEnv(t)
+	longSticky(t, long)
+	short := newEnv(t)
+	longSticky(t, short)
+	short.extra = append(short.extra, withPolicy(func(p *wake.Policy) { p.StickyIdle = 200 * time.Millisecond }))
+	var (
+		mu           sync.Mutex
+		kept, letGo  = map[string]int{}, map[string]int{}
+		shortLetGone = make(chan struct{}, 1)
+	)
+	t.Cleanup(hook.Set(hook.LockStickyKept, func(path string) { mu.Lock(); kept[path]++; mu.Unlock() }))
+	t.Cleanup(hook.Set(hook.LockStickyLetGo, func(path string) {
+		mu.Lock()
+		letGo[path]++
+		mu.Unlock()
+		if path == short.lock {
+			select {
+			case shortLetGone <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	stickyCycle(t, long)
+	longTok := stickyCycle(t, long)
+	stickyCycle(t, short)
+	for i := 0; ; i++ {
+		// A Lock more than 200 ms after the release before (a stalled
+		// machine) is no re-lock, and its release keeps nothing: cycle
+		// again.
+		stickyCycle(t, short)
+		mu.Lock()
+		k := kept[short.lock]
+		mu.Unlock()
+		if k == 1 {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("the short lock was never kept in %d re-locks", i+1)
+		}
+	}
+	select {
+	case <-shortLetGone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the lock kept for 200 ms was not let go in 30 s: %s", mustRead(t, short.lock))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !recordAt(t, short).Released {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock kept for 200 ms was let go but left %s", mustRead(t, short.lock))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if r := recordAt(t, long); r.Released || r.Token != longTok || kept[long.lock] != 1 || letGo[long.lock] != 0 {
+		t.Fatalf("the lock kept for an hour was let go with the other (kept %d, let go %d): %s",
+			kept[long.lock], letGo[long.lock], mustRead(t, long.lock))
 	}
 }
 
@@ -113,8 +179,8 @@ func TestStickyOneShotProcessLeavesTombstone(t *testing.T) {
 // that kept it fails and touches nothing; TryLock resumes as well; a
 // cancelled context fails before it takes anything back.
 func TestStickyResume(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	h1, err := Lock(context.Background(), e.state, e.opts()...)
 	if err != nil {
@@ -176,8 +242,8 @@ func TestStickyResume(t *testing.T) {
 // A kept record that someone replaced is never taken back: the proof
 // (one lstat) sees the change, and the Lock acquires the ordinary way.
 func TestStickyResumeRefusesChangedRecord(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	stickyCycle(t, e)
 	// A write we did not make (nobody may write a live record but its
@@ -212,8 +278,8 @@ func TestStickyResumeRefusesChangedRecord(t *testing.T) {
 // reference contender polls through it) releases the reference way, and
 // holds this process's own takers back for a yield.
 func TestStickyClaimDirAtRelease(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	h, err := Lock(context.Background(), e.state, e.opts()...)
 	if err != nil {
@@ -257,8 +323,8 @@ func TestStickyClaimDirAtRelease(t *testing.T) {
 // ownership, and releases once the claim is gone. On the old code this
 // Unlock waited out the claim for DefaultWait and failed.
 func TestStickyDeadClaimDoesNotBlock(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	h, err := Lock(context.Background(), e.state, e.opts()...)
 	if err != nil {
@@ -299,8 +365,8 @@ func TestStickyDeadClaimDoesNotBlock(t *testing.T) {
 // watcher hands the lock over, with an idle time of an hour (without the
 // bell it would wait that hour).
 func TestStickyWaiterServedAtOnce(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	d, err := exactfs.OpenDir(e.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -399,10 +465,10 @@ func TestStickyDeadKeeperReclaimed(t *testing.T) {
 // fn runs under a token of its own cycle. After the last, once the idle
 // time is over, the steady state is the reference one.
 func TestStickyUpdates(t *testing.T) {
-	longSticky(t)
 	for _, group := range []bool{false, true} {
 		t.Run("group="+strconv.FormatBool(group), func(t *testing.T) {
 			e := newEnv(t)
+			longSticky(t, e)
 			resumed := countHook(t, hook.LockStickyResumed)
 			opts := e.opts(WithGroupCommit(group))
 			// One goroutine without group commit (with several, a waiter of
@@ -438,8 +504,8 @@ func TestStickyUpdates(t *testing.T) {
 // A resumed Held dropped without Unlock is reported and released, as any
 // other (leak.go): the next Lock of the process gets the lock.
 func TestStickyDroppedHeldReleased(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	reports := observeLeaks(t)
 	stickyCycle(t, e)
 	stickyCycle(t, e)
@@ -476,8 +542,8 @@ func TestStickyDroppedHeldReleased(t *testing.T) {
 // owner at every attempt. (The sidecar must have been written within
 // the policy's ReferenceRecent, 250 ms, of the release.)
 func TestStickyReferencePollerGetsTombstone(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	stickyCycle(t, e)
 	stickyCycle(t, e) // kept twice: the sidecar's mtime is remembered
@@ -520,8 +586,8 @@ func TestStickyReferencePollerGetsTombstone(t *testing.T) {
 // (lock_owner_live_or_unverifiable)" when a reused directory inode made
 // a fresh sidecar look like a polling reference contender.
 func TestStickyNothingKeptDuringYield(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.Yield = time.Hour }))
 	stickyCycle(t, e)
 	stickyCycle(t, e)
@@ -560,8 +626,8 @@ func TestStickyNothingKeptDuringYield(t *testing.T) {
 // look at the sidecar consumed the change, so stick's own look saw none
 // and kept).
 func TestStickyNotAfterHandoffYield(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	stickyCycle(t, e)
 	stickyCycle(t, e)
 	stickyCycle(t, e) // kept: the sidecar's mtime is remembered
@@ -604,8 +670,8 @@ func TestStickyNotAfterHandoffYield(t *testing.T) {
 // (lock_owner_live_or_unverifiable)" when the 2 ms idle time ran out
 // between two Updates made with WithWait(0).
 func TestStickyLockWaitsForItsOwnLetGo(t *testing.T) {
-	longSticky(t)
 	e := newEnv(t)
+	longSticky(t, e)
 	kept := countHook(t, hook.LockStickyKept)
 	stickyCycle(t, e)
 	stickyCycle(t, e)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
 
 // stickyWorker locks STATELOCK_STATE STATELOCK_LOCKS times in a row (1: a
@@ -19,14 +20,14 @@ import (
 // Unlock, by whether that release kept the lock. Then it sleeps, or exits
 // when STATELOCK_THEN is "exit".
 func stickyWorker() error {
-	stickyIdle = time.Hour
 	var kept atomic.Int32
 	hook.Set(hook.LockStickyKept, func(string) { kept.Add(1) })
 	state, cfg := os.Getenv("STATELOCK_STATE"), os.Getenv("STATELOCK_CONFIG")
 	n := envInt("STATELOCK_LOCKS", 2)
 	for i := range n {
 		kept.Store(0)
-		h, err := Lock(context.Background(), state, WithConfigRoot(cfg), WithWait(time.Minute))
+		h, err := Lock(context.Background(), state, WithConfigRoot(cfg), WithWait(time.Minute),
+			withPolicy(func(p *wake.Policy) { p.StickyIdle = time.Hour }))
 		if err != nil {
 			return err
 		}

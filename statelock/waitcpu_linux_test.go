@@ -209,7 +209,7 @@ func TestWaiterQuietWhateverHolds(t *testing.T) {
 // TestWaiterQuietWithoutInotify: where there is no inotify (every Mac; a
 // Linux whose inotify_init1 fails, e.g. with max_user_instances spent)
 // wake.NewWatch returns nil and every wait is a timed sleep of the backoff. The
-// waiter runs with the watch switched off (noWaker) behind a live exactfs
+// waiter runs with the watch switched off (wake.Policy.Watch) behind a live exactfs
 // holder in another process and behind a live TypeScript-style record. On
 // 20b7f43 the nil watch sent every wait back to "arm the watch, look again
 // at once": 10824 attempts and 79% of a core in 2.5 s behind the exactfs
@@ -411,9 +411,11 @@ func TestWaiterReclaimsKilledTypeScriptHolderPromptly(t *testing.T) {
 // watch end when its context does: Lock returns the context's error with
 // most of its budget left, never taking the live holder's lock.
 func TestWaitWithoutInotifyCancelled(t *testing.T) {
-	noWaker = true
-	t.Cleanup(func() { noWaker = false })
+	// Its knob is its own call's (withPolicy); it sets no hook, keeps no
+	// record and waits on its own directory only.
+	t.Parallel()
 	e := newEnv(t)
+	e.extra = []Option{withPolicy(func(p *wake.Policy) { p.Watch = false })}
 	writeRecord(t, e.lock, tsStyleRecord(t, sleeper(t), e.host.ID))
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)

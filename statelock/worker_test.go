@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		// cycle that re-locked. Sticky ownership has its own tests
 		// (sticky_linux_test.go, which turn it on), and every worker
 		// process, whose loops re-lock, runs with it on, as a program does.
-		stickyOwnership = false
+		defaultPolicy.Sticky = false
 		os.Exit(m.Run())
 	case "update":
 		if err := updateWorker(); err != nil {

@@ -43,8 +43,9 @@
 // Policy, the queue with the release's decision of when its close wakes
 // the first waiter (Linger). Their knobs are fields and arguments
 // (Backoff.Min, Backoff.Max, NewWatch's off, Queue.Trust and Barge,
-// Policy.ParkIdle and HandoffDelay), not package variables, so tests run
-// in parallel. The caller owns the descriptors a Queue is asked through:
+// Policy.ParkIdle and HandoffDelay, and the switches and idle times of
+// statelock's hand-off, sticky ownership and look cache in Policy), not
+// package variables, so tests run in parallel. The caller owns the descriptors a Queue is asked through:
 // which inode they are open on is its proof, not this package's.
 //
 // # What wakes a waiter

@@ -43,6 +43,25 @@ import "time"
 // And ClaimRetryMin and ClaimRetryMax bound the sleeps while the transition
 // claim is busy. A claim is held only for a few file operations, so these
 // are much shorter than the waits for a lock holder (Backoff's).
+//
+// The switches and idle times of the speed machinery the lock keeps around
+// this package (statelock's sticky.go, handoff.go and ofd_linux.go):
+//   - Watch: a waiter arms a watch (NewWatch); off, every wait is a timed
+//     sleep, as where the kernel gives no inotify or kqueue;
+//   - Handoff: the cohort's direct hand-off (SPEC §4.8.2); off, a waiter is
+//     never seated in the Mailbox and a release never grants, as an older
+//     exactfs behaves;
+//   - Sticky and StickyIdle: sticky ownership (SPEC §4.8.3), and the
+//     longest a re-locking process keeps a released record;
+//   - MailboxIdle: how long a mapped Mailbox nobody uses stays mapped;
+//   - LookIdle: how long the descriptor new callers share to look at a
+//     record stays open unused.
+//
+// An idle time governs memory the process keeps beyond the call (a kept
+// record, a mapped mailbox, a look descriptor, a parked descriptor); each
+// such entry takes it from the call that armed the entry's time, as
+// ParkIdle is given to Park by the release that parks (the user of the
+// memory documents which call that is).
 type Policy struct {
 	Queue
 	ParkIdle     time.Duration // how long an unused released descriptor is kept
@@ -54,6 +73,13 @@ type Policy struct {
 	YieldEvery      time.Duration // the least time between two yields
 
 	ClaimRetryMin, ClaimRetryMax time.Duration // the sleeps while the transition claim is busy
+
+	Watch       bool          // a waiter is woken by a watch, not only by its sleeps ending
+	Handoff     bool          // the direct hand-off: waiters seat in the mailbox, releases grant
+	Sticky      bool          // a re-locking process may keep a released record
+	StickyIdle  time.Duration // the longest a released record is kept
+	MailboxIdle time.Duration // how long an unused mailbox stays mapped
+	LookIdle    time.Duration // how long an unused look descriptor stays open
 }
 
 // Defaults of Policy's own knobs.
@@ -65,6 +91,9 @@ const (
 	DefaultYieldEvery      = 100 * time.Millisecond
 	DefaultClaimRetryMin   = 50 * time.Microsecond
 	DefaultClaimRetryMax   = 10 * time.Millisecond
+	DefaultStickyIdle      = 2 * time.Millisecond
+	DefaultMailboxIdle     = time.Second
+	DefaultLookIdle        = time.Second
 )
 
 // NewPolicy is the policy whose queue's tickets begin at base, with the
@@ -76,6 +105,8 @@ func NewPolicy(base int64) Policy {
 		SeatPoll:        DefaultPoll,
 		ReferenceRecent: DefaultReferenceRecent, Yield: DefaultYield, YieldEvery: DefaultYieldEvery,
 		ClaimRetryMin: DefaultClaimRetryMin, ClaimRetryMax: DefaultClaimRetryMax,
+		Watch: true, Handoff: true, Sticky: true, StickyIdle: DefaultStickyIdle,
+		MailboxIdle: DefaultMailboxIdle, LookIdle: DefaultLookIdle,
 	}
 }
 
