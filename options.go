@@ -1,6 +1,9 @@
 package exactfs
 
-import "io/fs"
+import (
+	"io"
+	"io/fs"
+)
 
 // A WriteOption adjusts Publish, WriteFile and ReplaceExpected.
 type WriteOption func(*writeOptions)
@@ -14,6 +17,8 @@ type writeOptions struct {
 	prev *Identity
 	// dirOwner: a new file is the directory owner's (DirOwnerForNewFile).
 	dirOwner bool
+	// src, if not nil, is where the new bytes come from (ContentFrom).
+	src io.Reader
 }
 
 // DirOwnerForNewFile makes WriteFile give a file that did not exist at the
@@ -98,6 +103,32 @@ func BeforeCommit(f func() error) WriteOption {
 // return.
 func AfterCommit(f func()) WriteOption {
 	return func(o *writeOptions) { o.afterCommit = f }
+}
+
+// ContentFrom makes Publish, WriteFile or ReplaceExpected take the new
+// file's bytes from r, read to its end and written to the staging file as
+// they come, instead of from data, which must then be nil (else the call
+// is invalid_request and nothing is opened). Memory stays bounded whatever
+// the size: a producer that writes gigabytes fills the disk, not the
+// process, and a full disk fails the call with nothing changed. Every
+// proof is the same as with data: the bytes are complete and fsynced
+// before a name points at them, and the returned Identity carries their
+// SHA-256, computed as they are written. If reading r fails, the call
+// fails with io_error, the staged bytes are removed, and the file at the
+// name is untouched. The call returns only after r's end, so r must end
+// (a pipe whose writer closes it, a file); a terminal ends at its end-of-
+// file key.
+func ContentFrom(r io.Reader) WriteOption {
+	return func(o *writeOptions) { o.src = r }
+}
+
+// content refuses data given twice, before anything is opened.
+func (o writeOptions) content(op, path string, data []byte) error {
+	if o.src != nil && data != nil {
+		return &Error{Op: op, Path: path, Code: CodeInvalidRequest,
+			Detail: "the new bytes were given twice, as data and through ContentFrom; pass nil data with ContentFrom"}
+	}
+	return nil
 }
 
 func makeOptions(opts []WriteOption) writeOptions {

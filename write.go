@@ -1,8 +1,10 @@
 package exactfs
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/user"
@@ -33,7 +35,7 @@ type pendingFile struct {
 	name     string // the private name
 	fd       int    // the staged file, until closeFD
 	st       sys.Stat
-	data     []byte
+	sum      [32]byte // the SHA-256 of the staged bytes
 	// landedSt is the lstat with which landed proved that the name holds
 	// the staged inode, taken after the commit: finish returns it as the
 	// identity of what was written instead of looking again. A step that
@@ -45,15 +47,21 @@ type pendingFile struct {
 // stage writes data under a private name beside base in dirfd, with mode
 // perm and, when prev is not nil, the owner and group of prev (the file it
 // will replace; see own), and fsyncs it.
-func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs.FileMode, prev *owner) (*pendingFile, error) {
+func stage(op, path string, dirfd int, base, suffix string, data []byte, src io.Reader, perm fs.FileMode, prev *owner) (*pendingFile, error) {
 	s, err := createPending(op, path, dirfd, base, suffix, os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
-	s.data = data
 	fd := s.fd
-	if err := sys.Write(fd, data); err != nil {
-		return nil, s.failed(wrap(op, path, err))
+	if src != nil {
+		if s.sum, err = s.copyFrom(src); err != nil {
+			return nil, s.failed(err)
+		}
+	} else {
+		if err := sys.Write(fd, data); err != nil {
+			return nil, s.failed(wrap(op, path, err))
+		}
+		s.sum = sum256(data)
 	}
 	// The file is created 0600 and owned by the caller, and only given its
 	// owner and mode through the descriptor once its bytes are complete:
@@ -78,6 +86,39 @@ func stage(op, path string, dirfd int, base, suffix string, data []byte, perm fs
 		return nil, s.failed(&Error{Op: op, Path: path, Code: CodeDurabilityFailed, Err: err})
 	}
 	return s, nil
+}
+
+// stagingChunk is how much of a ContentFrom reader a staging write copies
+// at a time.
+const stagingChunk = 256 << 10
+
+// copyFrom writes everything r gives, to its end, to the staged file and
+// returns its SHA-256. A write error (a full disk) is the write's error; a
+// read error is io_error, saying how far the copy got.
+func (s *pendingFile) copyFrom(r io.Reader) ([32]byte, error) {
+	h := sha256.New()
+	buf := make([]byte, stagingChunk)
+	var n int64
+	for {
+		k, rerr := r.Read(buf)
+		if k > 0 {
+			if err := sys.Write(s.fd, buf[:k]); err != nil {
+				return [32]byte{}, wrap(s.op, s.path, err)
+			}
+			h.Write(buf[:k])
+			n += int64(k)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return [32]byte{}, &Error{Op: s.op, Path: s.path, Code: CodeIOError, Err: rerr,
+				Detail: fmt.Sprintf("reading the new bytes failed after %d bytes; nothing was written at the name", n)}
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // owner is who a replacement must belong to: its predecessor's owner and
@@ -401,6 +442,9 @@ func (d *Dir) Publish(name string, data []byte, perm fs.FileMode, opts ...WriteO
 func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
 	const op = "publish"
 	path := d.join(name)
+	if err := o.content(op, path, data); err != nil {
+		return Identity{}, err
+	}
 	p, base, err := resolve(op, d, name)
 	if err != nil {
 		return Identity{}, err
@@ -412,7 +456,7 @@ func publish(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions)
 	if _, err := sys.Lstat(p.fd, base); err == nil {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeDestinationExists, Err: syscall.EEXIST}
 	}
-	s, err := stage(op, path, p.fd, base, StagingSuffix, data, o.perm(perm), nil)
+	s, err := stage(op, path, p.fd, base, StagingSuffix, data, o.src, o.perm(perm), nil)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -537,7 +581,7 @@ func (s *pendingFile) finish(o writeOptions) (Identity, error) {
 	if err := syncDir(s.op, s.path, s.dirfd); err != nil {
 		return Identity{}, err
 	}
-	return identityOf(st, sum256(s.data)), nil
+	return identityOf(st, s.sum), nil
 }
 
 // WriteFile replaces path atomically and durably with data and mode perm,
@@ -608,6 +652,9 @@ func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode, opts ...Writ
 func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOptions) (Identity, error) {
 	const op = "write"
 	path := d.join(name)
+	if err := o.content(op, path, data); err != nil {
+		return Identity{}, err
+	}
 	p, base, err := resolve(op, d, name)
 	if err != nil {
 		return Identity{}, err
@@ -636,7 +683,7 @@ func writeFile(d *Dir, name string, data []byte, perm fs.FileMode, o writeOption
 			prev = ownerOf(dst)
 		}
 	}
-	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, o.perm(perm), prev)
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, o.src, o.perm(perm), prev)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -692,6 +739,9 @@ func (d *Dir) ReplaceExpected(name string, data []byte, want Identity, opts ...W
 func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOptions) (Identity, error) {
 	const op = "replace"
 	path := d.join(name)
+	if err := o.content(op, path, data); err != nil {
+		return Identity{}, err
+	}
 	if noExchange {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeAtomicUnavailable,
 			Detail: "Windows has no atomic exchange of two names, which ReplaceExpected needs to prove that what it replaced is the expected file; " +
@@ -723,7 +773,7 @@ func replaceExpected(d *Dir, name string, data []byte, want Identity, o writeOpt
 	if !have.Equal(want) {
 		return Identity{}, &Error{Op: op, Path: path, Code: CodeIdentityMismatch, Detail: "not the expected file: " + want.diff(have)}
 	}
-	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, have.Mode.Perm(), &owner{uid: have.Uid, gid: have.Gid})
+	s, err := stage(op, path, p.fd, base, ReplacementSuffix, data, o.src, have.Mode.Perm(), &owner{uid: have.Uid, gid: have.Gid})
 	if err != nil {
 		return Identity{}, err
 	}

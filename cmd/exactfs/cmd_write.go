@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
@@ -47,7 +48,9 @@ func init() {
 the new ones, even across a crash or power cut: the data is staged under a
 private name beside PATH, fsynced, renamed into place, and the directory is
 fsynced. On success the identity of the new file is printed on stdout, ready
-for a later --expect.
+for a later --expect. Stdin is streamed to the staging file, never held in
+memory whole: a big input costs disk space, and a full disk fails the write
+with PATH unchanged.
 
 Modes:
   (default)       replace PATH, or create it
@@ -105,26 +108,32 @@ func runWrite(e *env, opts any, args []string) error {
 		}
 	}
 	path := args[0]
-	data, err := io.ReadAll(e.stdin)
-	if err != nil {
+	// Stdin is streamed into the staging file (ContentFrom), never held
+	// whole: a producer of gigabytes fills the disk, not memory. Its first
+	// byte is waited for here, so empty stdin is refused before anything
+	// is opened, as before.
+	in := bufio.NewReaderSize(e.stdin, 64<<10)
+	if _, err := in.Peek(1); err == io.EOF {
+		if !o.allowEmpty {
+			return emptyInput{path}
+		}
+	} else if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
 	}
-	if len(data) == 0 && !o.allowEmpty {
-		return emptyInput{path}
-	}
+	from := exactfs.ContentFrom(in)
 	var id exactfs.Identity
-	err = withParent(path, func(d *exactfs.Dir, name string) error {
+	err := withParent(path, func(d *exactfs.Dir, name string) error {
 		var err error
 		switch {
 		case o.expect != "":
-			id, err = d.ReplaceExpected(name, data, want)
+			id, err = d.ReplaceExpected(name, nil, want, from)
 		case o.noReplace:
-			id, err = d.Publish(name, data, o.perm(d, name), exactfs.ExactPerm())
+			id, err = d.Publish(name, nil, o.perm(d, name), exactfs.ExactPerm(), from)
 		default:
 			if err := refuseHardLink(d, name, "write", path); err != nil {
 				return err
 			}
-			id, err = d.WriteFile(name, data, o.perm(d, name), exactfs.ExactPerm(), exactfs.DirOwnerForNewFile())
+			id, err = d.WriteFile(name, nil, o.perm(d, name), exactfs.ExactPerm(), exactfs.DirOwnerForNewFile(), from)
 		}
 		return err
 	})
