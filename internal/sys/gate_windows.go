@@ -64,3 +64,8 @@ func WineOwnerOnlyForTest() (restore func(), active bool) {
 func underWine() bool {
 	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
 }
+
+// unsupportedText is ErrUnsupported's text on Windows.
+func unsupportedText() string {
+	return "unsupported on windows: exactfs fails closed rather than risk another process's file"
+}
