@@ -89,9 +89,9 @@ func (r *demoRun) report(elapsed time.Duration) bool {
 	row("found in the state file", len(st.Applied), "")
 	row("lost updates", lost, "(must be 0)")
 	row("duplicated updates", dup, "(must be 0)")
-	row("overlapping holds", overlaps, fmt.Sprintf("(must be 0; %d critical sections checked by CLOCK_MONOTONIC)", len(hold.Intervals)))
+	row("overlapping holds", overlaps, fmt.Sprintf("(must be 0; %d critical sections checked by %s)", len(hold.Intervals), demoClock))
 	if r.o.chaos {
-		row("workers killed with SIGKILL", r.kills, fmt.Sprintf("(%d while holding the lock; each restarted)", len(r.holderKills)))
+		row("workers killed with "+demoKill, r.kills, fmt.Sprintf("(%d while holding the lock; each restarted)", len(r.holderKills)))
 		row("locks reclaimed from killed holders", len(reclaimWaits), fmt.Sprintf("(kill to next holder: p50 %v, max %v; budget %v)",
 			pctDur(reclaimWaits, 50), pctDur(reclaimWaits, 100), statelock.DefaultWait))
 		if r.o.anywhere {
