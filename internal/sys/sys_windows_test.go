@@ -100,8 +100,8 @@ func names(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestGateFailsClosed: with the gate shut (as it is for every caller of the
-// package until issue 22's later steps open it), every call refuses with
+// TestGateFailsClosed: with the gate shut (as it is in every program
+// started without the opt-in, EXACTFS_WINDOWS=unverified), every call refuses with
 // ErrUnsupported and changes nothing, as before the primitives existed.
 func TestGateFailsClosed(t *testing.T) {
 	dir := t.TempDir()
