@@ -149,7 +149,11 @@ func runDemo(e *env, opts any, args []string) error {
 	host, err := liveness.LoadHostIdentity(filepath.Join(dir, "config"))
 	if err != nil {
 		host = liveness.FixedHostIdentity(strings.ReplaceAll(exactfs.NewUUID(), "-", ""))
-		fmt.Fprintf(e.stderr, "note: no machine id (%v); the demo uses a random host id\n", err)
+		// The first clause says what is missing; the remedy that follows
+		// (how to fix a config root) is not the demo's, whose directory is
+		// temporary. Under Wine this is every run: no DACL is kept there.
+		why, _, _ := strings.Cut(err.Error(), "; ")
+		fmt.Fprintf(e.stderr, "note: no host identity (%s); the demo uses a random host id\n", why)
 	}
 	r.hostID = host.ID
 
