@@ -55,9 +55,7 @@ func (r *demoRun) report(elapsed time.Duration) bool {
 	if overlaps > 0 {
 		problems = append(problems, fmt.Sprintf("%d pairs of critical sections overlapped", overlaps))
 	}
-	for _, o := range killedOverlaps {
-		problems = append(problems, o)
-	}
+	problems = append(problems, killedOverlaps...)
 	if len(st.Applied) != r.expected {
 		problems = append(problems, fmt.Sprintf("the state file holds %d updates, expected %d", len(st.Applied), r.expected))
 	}
