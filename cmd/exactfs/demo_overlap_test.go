@@ -18,27 +18,31 @@ func TestKilledHoldOverlaps(t *testing.T) {
 	other := holdlog.Interval{PID: 11, Enter: 500, Where: "d/holds-0-2.log:1"}
 	kills := map[string]int64{"d/holds-0-1.log": 200, "d/holds-0-2.log": 600}
 	for _, tc := range []struct {
-		name   string
-		closed []holdlog.Interval
-		open   []holdlog.Interval
-		want   int
+		name    string
+		closed  []holdlog.Interval
+		open    []holdlog.Interval
+		want    int
+		checked int
 	}{
-		{"successor after the kill", []holdlog.Interval{{PID: 2, Enter: 250, Exit: 300, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 0},
-		{"before the victim's enter", []holdlog.Interval{{PID: 2, Enter: 50, Exit: 100, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 0},
-		{"entered while the victim held", []holdlog.Interval{{PID: 2, Enter: 150, Exit: 300, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 1},
-		{"held across the victim's enter", []holdlog.Interval{{PID: 2, Enter: 50, Exit: 120, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 1},
-		{"two killed holders apart", nil, []holdlog.Interval{victim, other}, 0},
-		{"two killed holders at once", nil, []holdlog.Interval{victim, {PID: 11, Enter: 150, Where: "d/holds-0-2.log:1"}}, 1},
+		{"successor after the kill", []holdlog.Interval{{PID: 2, Enter: 250, Exit: 300, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 0, 1},
+		{"before the victim's enter", []holdlog.Interval{{PID: 2, Enter: 50, Exit: 100, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 0, 1},
+		{"entered while the victim held", []holdlog.Interval{{PID: 2, Enter: 150, Exit: 300, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 1, 1},
+		{"held across the victim's enter", []holdlog.Interval{{PID: 2, Enter: 50, Exit: 120, Where: "d/holds-1-1.log:1"}}, []holdlog.Interval{victim}, 1, 1},
+		{"two killed holders apart", nil, []holdlog.Interval{victim, other}, 0, 2},
+		{"two killed holders at once", nil, []holdlog.Interval{victim, {PID: 11, Enter: 150, Where: "d/holds-0-2.log:1"}}, 1, 2},
 		{"no kill recorded for the log", []holdlog.Interval{{PID: 2, Enter: 150, Exit: 300, Where: "d/holds-1-1.log:1"}},
-			[]holdlog.Interval{{PID: 12, Enter: 100, Where: "d/holds-2-1.log:1"}}, 0},
+			[]holdlog.Interval{{PID: 12, Enter: 100, Where: "d/holds-2-1.log:1"}}, 0, 0},
 	} {
-		got := killedHoldOverlaps(holdlog.Report{Intervals: tc.closed, Open: tc.open}, kills)
+		got, checked := killedHoldOverlaps(holdlog.Report{Intervals: tc.closed, Open: tc.open}, kills)
 		if len(got) != tc.want {
 			t.Errorf("%s: %d overlaps %q, want %d", tc.name, len(got), got, tc.want)
 		}
+		if want := tc.checked; checked != want {
+			t.Errorf("%s: %d killed holders' sections checked, want %d", tc.name, checked, want)
+		}
 	}
 	// A log whose name is another's prefix is not mistaken for it.
-	if got := killedHoldOverlaps(holdlog.Report{
+	if got, _ := killedHoldOverlaps(holdlog.Report{
 		Intervals: []holdlog.Interval{{PID: 2, Enter: 150, Exit: 300, Where: "d/holds-1-1.log:1"}},
 		Open:      []holdlog.Interval{{PID: 13, Enter: 100, Where: "d/holds-0-10.log:1"}},
 	}, map[string]int64{"d/holds-0-1": 200, "d/holds-0-1.log": 200}); len(got) != 0 {

@@ -41,7 +41,7 @@ func (r *demoRun) report(elapsed time.Duration) bool {
 		}
 	}
 	hold, herr := holdlog.Check(true, r.holdLogs...)
-	killedOverlaps := killedHoldOverlaps(hold, r.killedHolds)
+	killedOverlaps, killedChecked := killedHoldOverlaps(hold, r.killedHolds)
 	overlaps := len(hold.Overlaps) + len(killedOverlaps)
 	if herr != nil && overlaps == 0 {
 		problems = append(problems, fmt.Sprintf("hold logs: %v", herr))
@@ -93,8 +93,8 @@ func (r *demoRun) report(elapsed time.Duration) bool {
 	row("lost updates", lost, "(must be 0)")
 	row("duplicated updates", dup, "(must be 0)")
 	checked := fmt.Sprintf("(must be 0; %d critical sections checked by %s", len(hold.Intervals), demoClock)
-	if len(r.killedHolds) > 0 {
-		checked += fmt.Sprintf(", and %d of killed holders up to their kill", len(r.killedHolds))
+	if killedChecked > 0 {
+		checked += fmt.Sprintf(", and %d of holders killed inside them, up to the kill", killedChecked)
 	}
 	row("overlapping holds", overlaps, checked+")")
 	if r.o.chaos {
@@ -173,7 +173,8 @@ func reclaims(kills, enters []int64) (waits []int64, unreclaimed int) {
 // the enter overlapped it: a second holder while the first was provably
 // alive. An open interval without a recorded kill (a worker that died on
 // its own) is not checked here; the run fails for that worker anyway.
-func killedHoldOverlaps(hold holdlog.Report, kills map[string]int64) []string {
+// checked is the number of killed holders' sections checked.
+func killedHoldOverlaps(hold holdlog.Report, kills map[string]int64) (out []string, checked int) {
 	type held struct {
 		holdlog.Interval
 		until int64
@@ -186,7 +187,6 @@ func killedHoldOverlaps(hold holdlog.Report, kills map[string]int64) []string {
 			}
 		}
 	}
-	var out []string
 	for i, a := range open {
 		for _, c := range hold.Intervals {
 			if c.Enter < a.until && c.Exit > a.Enter {
@@ -201,5 +201,5 @@ func killedHoldOverlaps(hold holdlog.Report, kills map[string]int64) []string {
 			}
 		}
 	}
-	return out
+	return out, len(open)
 }
