@@ -14,6 +14,7 @@ import (
 
 	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/internal/testfs"
+	"golang.org/x/sys/windows"
 )
 
 // optInEnv is internal/sys's opt-in variable (EXACTFS_WINDOWS); the
@@ -228,5 +229,60 @@ func TestWindowsDemo(t *testing.T) {
 				t.Errorf("%d kills inside the critical section, but %d reclaims", kills, got)
 			}
 		})
+	}
+}
+
+// TestWindowsUpdateWithOptIn: exactfs update with the opt-in. On real
+// Windows it runs CMD under the lock and replaces the state file with its
+// output. Under Wine, which keeps no DACL, the config root cannot be proved
+// owner-only, so update refuses before taking the lock (exit 74, the state
+// file unchanged) and says where the config root is on Windows
+// (%APPDATA%\exactfs) and that Wine keeps no DACL; the old hint named the
+// Unix places ($XDG_CONFIG_HOME/exactfs, ~/.config/exactfs) and HOME.
+func TestWindowsUpdateWithOptIn(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	if err := os.WriteFile(state, []byte(`{"n":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(exe, "update", "state.json", "--", "cmd", "/c", `echo {"n":2}`)
+	c.Dir = dir
+	c.Env = append(envWithoutOptIn(), runAsCLIEnv+"=1", optInEnv+"=unverified",
+		"APPDATA="+filepath.Join(dir, "appdata"), "XDG_CONFIG_HOME=")
+	if err := os.Mkdir(filepath.Join(dir, "appdata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err = c.Run()
+	t.Logf("exactfs update (opt-in): %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	b, rerr := os.ReadFile(state)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() != nil { // real Windows
+		if err != nil || !strings.HasPrefix(string(b), `{"n":2}`) {
+			t.Fatalf("update with the opt-in on Windows: %v, state %q; want success and the new contents", err, b)
+		}
+		return
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitIO {
+		t.Fatalf("update under Wine: %v, want exit %d (no config root can be owner-only)", err, exitIO)
+	}
+	for _, want := range []string{`%APPDATA%\exactfs`, "Under Wine, which keeps no DACL"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the hint lacks %q", want)
+		}
+	}
+	if strings.Contains(stderr.String(), "~/.config/exactfs") {
+		t.Errorf("the hint on Windows names the Unix config root")
+	}
+	if string(b) != `{"n":1}` {
+		t.Errorf("the state file changed: %q", b)
 	}
 }
