@@ -230,9 +230,10 @@ run_demo() {
 # the chaos run (3 x 10, a kill every 4 updates: about 7 kills, each a
 # restart) 10-45 s, as does the same with --kill-anywhere (kills 0-3 ms
 # after a worker enters; under Wine, where the transform takes microseconds
-# and the durable write about 0.1 s, they land in the write: in the lane's
-# runs every such kill came after the holder's exit was logged, and none
-# after its write had landed). Three workers keep every worker contending for the lock and a
+# and the durable write about 0.1 s, they land mostly inside the write: in
+# four lane runs every such kill came after the holder's exit was logged,
+# and one of the 28 after its write had landed, a redone update found
+# already written). Three workers keep every worker contending for the lock and a
 # killed holder's lock in demand; more would mostly add start-up time.
 demo_step() {
 	local t0 seed st=0
