@@ -14,6 +14,7 @@ type WindowsFacts = sys.WindowsFacts
 func ProbeWindows(dir string) (WindowsFacts, error) { return sys.ProbeWindows(dir) }
 
 // WindowsReady reports whether this process may use exactfs's Windows
-// primitives: false in every program until the lock's attestation
-// (LockFileEx beyond the record) lands; every operation then refuses.
+// primitives: in a program, only when it was started with the opt-in
+// EXACTFS_WINDOWS=unverified (see README.md, "Windows"); without it every
+// operation refuses.
 func WindowsReady() bool { return sys.GateOpen() }

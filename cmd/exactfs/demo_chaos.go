@@ -9,7 +9,8 @@ import (
 	"github.com/exactfs/exactfs/internal/holdlog"
 )
 
-// killLocked SIGKILLs w after delay, recording when.
+// killLocked kills w after delay (SIGKILL; TerminateProcess on Windows,
+// which is what os.Process.Signal does with it there), recording when.
 func (r *demoRun) killLocked(w *demoWorker, delay time.Duration) {
 	proc := w.proc
 	w.killed = true
@@ -58,7 +59,7 @@ func chaosMode(o *demoOptions) string {
 	case !o.chaos:
 		return "off"
 	case o.anywhere:
-		return fmt.Sprintf("on (a SIGKILL 0-3ms after a worker enters, every %d updates, then a restart)", o.killEvery)
+		return fmt.Sprintf("on (a %s 0-3ms after a worker enters, every %d updates, then a restart)", demoKill, o.killEvery)
 	}
-	return fmt.Sprintf("on (a SIGKILL inside the critical section every %d updates, then a restart)", o.killEvery)
+	return fmt.Sprintf("on (a %s inside the critical section every %d updates, then a restart)", demoKill, o.killEvery)
 }

@@ -28,6 +28,7 @@ type demoWorker struct {
 	armed       bool   // the chaos loop will kill it at its next enter
 	killed      bool   // this incarnation was killed by us
 	killedAt    int64  // CLOCK_MONOTONIC of the kill
+	holdLog     string // the current incarnation's hold log
 	stderr      bytes.Buffer
 }
 
@@ -55,7 +56,8 @@ type demoRun struct {
 	lastEnter     int64
 	stopping      bool // no more restarts: the run is being torn down
 	kills         int
-	holderKills   []int64 // CLOCK_MONOTONIC of kills that landed while the victim held the lock
+	holderKills   []int64          // CLOCK_MONOTONIC of kills that landed while the victim held the lock
+	killedHolds   map[string]int64 // hold log of an incarnation killed holding the lock -> its kill
 	failures      []string
 	lastProgress  time.Time
 	running       int
@@ -118,6 +120,7 @@ func (r *demoRun) startLocked(w *demoWorker) error {
 	w.incarnation++
 	holdLog := filepath.Join(r.dir, fmt.Sprintf("holds-%d-%d.log", w.id, w.incarnation))
 	r.holdLogs = append(r.holdLogs, holdLog)
+	w.holdLog = holdLog
 	cmd := exec.Command(r.self, demoWorkerCommand,
 		"--state", r.state, "--hold-log", holdLog, "--host-id", r.hostID,
 		"--worker", strconv.Itoa(w.id), "--from", strconv.Itoa(w.next), "--to", strconv.Itoa(r.o.updates))
@@ -174,6 +177,10 @@ func (r *demoRun) exited(w *demoWorker, werr error) {
 			// It died holding the lock: its owner record names a dead
 			// process, which the next worker must reclaim.
 			r.holderKills = append(r.holderKills, w.killedAt)
+			if r.killedHolds == nil {
+				r.killedHolds = map[string]int64{}
+			}
+			r.killedHolds[w.holdLog] = w.killedAt
 		}
 		if w.next < r.o.updates && !r.stopping {
 			if err := r.startLocked(w); err != nil {

@@ -6,27 +6,39 @@ import (
 	"strings"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/sys"
 	"github.com/exactfs/exactfs/liveness"
 )
 
 func init() { platformDoctor = runDoctorWindows }
 
-// gateShut is what doctor says while every program keeps internal/sys's
-// Windows gate shut (issue 22: the lock has no Windows attestation yet).
-const gateShut = "Windows support is not complete: the lock refuses. Until the lock's Windows attestation lands (issue 22), lock, update, write, rm, status, stat and the store refuse on Windows (unsupported on windows) and create nothing; what follows is what this volume will offer then."
+// gateLine is doctor's first word on Windows: whether this process may use
+// exactfs's Windows code (internal/sys's gate), and why. Without the
+// opt-in every operation but doctor refuses; with it, what runs is
+// verified under Wine only.
+func gateLine() string {
+	open, why := sys.GateState()
+	if open {
+		return "Windows gate: open (" + why + "). exactfs's operations run here, on code verified under Wine only; " +
+			"what only real Windows can verify (reparse points, POSIX delete and rename, DACLs kept on disk, durability) " +
+			"has not been verified: see " + sys.OptInDoc + "."
+	}
+	return "Windows gate: shut (" + why + "). lock, update, write, rm, status, stat, the store and demo refuse " +
+		"(unsupported) and create nothing. exactfs's Windows support is verified under Wine only, not on a real " +
+		"Windows machine; to use it anyway, set " + sys.OptInEnv + "=" + sys.OptInValue + " (" + sys.OptInDoc +
+		", lists what is not verified). What follows is what this volume offers."
+}
 
 // runDoctorWindows is doctor on Windows: the Unix probes (rename flags,
 // POSIX ACLs, OFD locks, statfs) mean nothing here, so it reports the
 // volume's file system and flags, whether an owner-only DACL is kept and
 // whether LockFileEx refuses a second handle (exactfs.ProbeWindows, in a
 // private directory it removes), the machine GUID the host id derives
-// from, and the gate's state.
+// from, and first of all the gate's state and why.
 func runDoctorWindows(e *env, o *doctorOptions, dir string) error {
 	w := e.stdout
 	fmt.Fprintf(w, "exactfs doctor: %s (%s/%s)\n\n", dir, runtime.GOOS, runtime.GOARCH)
-	if !exactfs.WindowsReady() {
-		fmt.Fprintf(w, "%s\n\n", wrap(gateShut, 76, ""))
-	}
+	fmt.Fprintf(w, "%s\n\n", wrap(gateLine(), 76, ""))
 	f, err := exactfs.ProbeWindows(dir)
 	if err != nil {
 		return fmt.Errorf("doctor: %w", err)
@@ -76,7 +88,7 @@ func windowsMeanings(f exactfs.WindowsFacts) []string {
 	case !f.ACLs:
 		m = append(m, f.FSName+" keeps no ACLs (FAT and exFAT do not): nothing on it can be owner-only, so the store and the config root refuse here (acl_unavailable). Put them on an NTFS or ReFS volume.")
 	case f.DACL != nil:
-		m = append(m, "the volume says it keeps ACLs, but an owner-only DACL did not read back as written (Wine, for one, keeps none): owner-only checks refuse here (acl_present, acl_verify_failed), and so do the store and the config root.")
+		m = append(m, "the volume says it keeps ACLs, but an owner-only DACL did not read back as written (Wine, for one, keeps none): owner-only checks refuse here (acl_present, acl_verify_failed), and so do the store and the config root; the lock commands (lock, update, status, recover) cannot establish this host's identity from a config root here (demo makes its own).")
 	case fs == "NTFS" || fs == "REFS":
 		m = append(m, f.FSName+": owner-only is a protected DACL that allows this user alone, applied and verified by the store.")
 	default:

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -291,6 +292,10 @@ func hintFor(err error, code int) string {
 		return "if the producer failed, fix it (set -o pipefail makes a failed curl stop the pipeline); pass --allow-empty if an empty file is what you want"
 	case errors.As(err, new(emptyOutput)):
 		return "if the command edits the file itself (jq -i, sed -i), make it print the result instead; pass --allow-empty if an empty file is what you want"
+	case errors.Is(err, liveness.ErrConfigRootUnavailable) && runtime.GOOS == "windows":
+		return `exactfs keeps this host's identity in a config root (%XDG_CONFIG_HOME%\exactfs when that is set, else %APPDATA%\exactfs), ` +
+			"owner-only by its DACL: set APPDATA to a directory this user can write, or pass --config-root DIR (an existing owner-only directory; every process sharing the lock must use the same one). " +
+			"Under Wine, which keeps no DACL, no config root can be owner-only"
 	case errors.Is(err, liveness.ErrConfigRootUnavailable):
 		return "exactfs keeps this host's identity in a config root ($XDG_CONFIG_HOME/exactfs, else ~/.config/exactfs): " +
 			"set HOME to a directory this user can write, or pass --config-root DIR (an existing owner-only directory; every process sharing the lock must use the same one)"

@@ -34,11 +34,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestWindowsCLIFailsClosed: until the Windows port lands (issue 22),
-// exactfs update, lock, status and stat must exit with a failure status
-// and a message that says Windows is unsupported, without running the
-// command and without creating anything: no lock record, no config root,
-// no file CMD would have made.
+// TestWindowsCLIFailsClosed: without the opt-in (EXACTFS_WINDOWS=unverified,
+// internal/sys's gate), exactfs update, lock, status and stat must exit
+// with a failure status and a message that says Windows is unsupported and
+// names the opt-in, without running the command and without creating
+// anything: no lock record, no config root, no file CMD would have made.
+// The same holds with the variable set to another value.
 func TestWindowsCLIFailsClosed(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -64,20 +65,29 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 	cmd := []string{"--", "cmd", "/c", "echo ran>ran.txt"}
 	before := testfs.Tree(t, dir)
 
-	for _, tc := range []struct {
-		name string
-		args []string
-	}{
-		{"update", append([]string{"update", "state.json"}, cmd...)},
-		{"update --config-root", append([]string{"update", "--config-root", filepath.Join(dir, "config"), "state.json"}, cmd...)},
-		{"lock", append([]string{"lock", "state.json"}, cmd...)},
-		{"status", []string{"status", "state.json"}},
-		{"stat", []string{"stat", "state.json"}},
-	} {
+	type tcase struct {
+		name  string
+		args  []string
+		optIn string // the value of EXACTFS_WINDOWS, "" for none
+	}
+	cases := []tcase{
+		{"update", append([]string{"update", "state.json"}, cmd...), ""},
+		{"update --config-root", append([]string{"update", "--config-root", filepath.Join(dir, "config"), "state.json"}, cmd...), ""},
+		{"lock", append([]string{"lock", "state.json"}, cmd...), ""},
+		{"status", []string{"status", "state.json"}, ""},
+		{"stat", []string{"stat", "state.json"}, ""},
+	}
+	// A value that is not exactly the opt-in keeps the gate shut.
+	cases = append(cases, tcase{"update with EXACTFS_WINDOWS=1", cases[0].args, "1"},
+		tcase{"stat with EXACTFS_WINDOWS=Unverified", cases[4].args, "Unverified"})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := exec.Command(exe, tc.args...)
 			c.Dir = work
-			c.Env = append(os.Environ(), runAsCLIEnv+"=1", "APPDATA="+appData, "XDG_CONFIG_HOME=")
+			c.Env = append(envWithoutOptIn(), runAsCLIEnv+"=1", "APPDATA="+appData, "XDG_CONFIG_HOME=")
+			if tc.optIn != "" {
+				c.Env = append(c.Env, optInEnv+"="+tc.optIn)
+			}
 			var stdout, stderr bytes.Buffer
 			c.Stdout, c.Stderr = &stdout, &stderr
 			err := c.Run()
@@ -92,6 +102,9 @@ func TestWindowsCLIFailsClosed(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), "unsupported on windows") {
 				t.Fatalf("stderr does not say that Windows is unsupported: %q", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "set EXACTFS_WINDOWS=unverified") {
+				t.Fatalf("stderr does not name the opt-in: %q", stderr.String())
 			}
 			if after := testfs.Tree(t, dir); !slices.Equal(after, before) {
 				t.Fatalf("exactfs %s changed the directory:\nbefore %q\nafter  %q", tc.name, before, after)

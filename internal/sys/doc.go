@@ -4,19 +4,23 @@
 //
 // It holds no policy. Every function retries EINTR a bounded number of times
 // and otherwise returns the errno unchanged, so that callers can classify it.
-// On platforms where the calls cannot be made safe (Windows), every function
-// returns ErrUnsupported and exactfs fails closed.
+// Where the calls cannot be made safe, they return ErrUnsupported and
+// exactfs fails closed; on Windows every call does so while the gate is
+// shut, which it is in every program the user has not opted in for (see
+// gate_windows.go).
 package sys
 
-import (
-	"errors"
-	"io/fs"
-	"runtime"
-)
+import "io/fs"
 
 // ErrUnsupported is returned by every call on a platform where exactfs
-// cannot make the operation safe.
-var ErrUnsupported = errors.New("unsupported on " + runtime.GOOS + ": exactfs fails closed rather than risk another process's file")
+// cannot make the operation safe. It is one value (callers compare it with
+// ==), but its text is the platform's: on Windows, while the gate is shut,
+// it names the opt-in that opens it (unsupportedText, gate_windows.go).
+var ErrUnsupported error = &unsupportedError{}
+
+type unsupportedError struct{ _ byte } // not zero-size: its address is its own
+
+func (*unsupportedError) Error() string { return unsupportedText() }
 
 // maxEINTR bounds the retries of a call interrupted by a signal. The Go
 // runtime installs its handlers with SA_RESTART, so EINTR is rare; a bound

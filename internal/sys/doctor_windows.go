@@ -145,6 +145,9 @@ func probeLock(path string) error {
 }
 
 // GateOpen reports whether this process may use the Windows primitives
-// (see ready): false in every program until the lock's attestation
-// (issue 22 step 4) lands.
+// (see ready): in a program, only when its user opted in (OptInEnv).
 func GateOpen() bool { return ready }
+
+// GateState is GateOpen and why, in words: whether the opt-in was set,
+// to what, or that a test binary changed the gate.
+func GateState() (open bool, why string) { return ready, gateWhy }

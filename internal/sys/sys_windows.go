@@ -2,6 +2,7 @@ package sys
 
 import (
 	"io/fs"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -13,25 +14,21 @@ import (
 // ready is the one switch between the Windows primitives of this package
 // and everything above it. While it is false every exported function
 // fails with ErrUnsupported (the lock probes answer "unknown"), exactly as
-// before the primitives existed, so exactfs and every package on it keep
-// failing closed on Windows. The primitives below are proven by this
-// package's own tests (which set ready in TestMain, and run under Wine in
-// CI and on real Windows), but the rules above them are not: the root
-// package's handling of Win32 paths (volumes and UNC shares in its walk,
-// and its messages for the names refused here; the rules are in
-// internal/winpath, and every name given to this package already passes
-// winpath.CheckName), the exact unlink by handle, the owner-only DACL and
-// the lock attestation are steps 2-6 of issue 22.
+// before the primitives existed, so exactfs and every package on it fail
+// closed on Windows, and the refusal names the opt-in (unsupportedText).
 //
-// The root package's path rules and its primitives on these handles are
-// now proven by its own tests, which open the gate for their test binary
-// only (OpenGateForTest); so are the store's owner-only DACL checks and
-// the CLI's Job object. The gate still stays shut in every program,
-// because opening it opens statelock too: statelock is built on the root's
-// primitives and has no gate of its own, and on Windows it would run
-// without its kernel attestation (LockFileEx, step 4) and without a
-// reclaim guard. The step that lands those opens it; nothing else should.
-var ready = false
+// Every layer is now built on Windows and proven by its own tests under
+// Wine 8 (the primitives here, the root's path rules and exact
+// primitives, liveness, statelock with its LockFileEx attestation and
+// reclaim guard, the store's DACLs, the CLI's Job object: each test binary
+// opens the gate for itself with OpenGateForTest). What Wine cannot show
+// (reparse points, POSIX delete and rename, DACLs kept on disk,
+// durability) has tests that run on real Windows only, and no real
+// Windows machine has run them. So a program opens the gate only when its
+// user says, in so many words, that they accept that: the environment
+// variable OptInEnv set to exactly OptInValue, read once when the process
+// starts (gateFromEnv). Anything else keeps it shut; gateWhy says which.
+var ready, gateWhy = gateFromEnv(os.LookupEnv)
 
 // AtCWD names the current working directory as a directory descriptor. It
 // is no handle value Windows hands out (those are positive multiples of 4).
