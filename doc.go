@@ -82,5 +82,9 @@
 //     take turns only as far as their exchanges nest; within one process
 //     they are serialized. Callers that race many processes on one name
 //     (lock reclaimers) serialize them, as the state-file lock's claim does.
-//   - Windows: every operation fails closed with "unsupported on windows".
+//   - Windows: every operation fails closed with "unsupported" unless the
+//     program runs with EXACTFS_WINDOWS=unverified (exactly), which accepts
+//     what is verified under Wine only (README, "Windows"). Even then
+//     UnlinkExact uses the no-replace detach with its put-back, and
+//     ReplaceExpected is atomic_unavailable (Windows has no exchange).
 package exactfs

@@ -54,9 +54,11 @@
 // boot id and counts as gone once its lease expires (the kernel lock is
 // asked only about records of this boot).
 //
-// On Windows every operation fails closed in programs (internal/sys's
-// switch stays off until the state lock's Windows step lands). The
-// pieces are built and tested under Wine: the commit lock is LockFileEx
+// On Windows every operation fails closed in programs unless they run
+// with EXACTFS_WINDOWS=unverified (exactly; README, "Windows"): the
+// pieces are built and tested under Wine only, never on real Windows,
+// where the owner-only DACLs they rely on are kept (Wine keeps none, so
+// there every store refuses with acl_present or acl_verify_failed): the commit lock is LockFileEx
 // on a private file inside the directory (exactfs.DirLockName), the
 // attestation LockFileEx on bytes beyond the record, Windows records
 // (no boot id) are judged by it, the fence counter is replaced under the
