@@ -55,12 +55,12 @@
 // asked only about records of this boot).
 //
 // On Windows every operation fails closed in programs unless they run
-// with EXACTFS_WINDOWS=unverified (exactly; README, "Windows"): the
-// pieces are built and tested under Wine only, never on real Windows,
-// where the owner-only DACLs they rely on are kept (Wine keeps none, so
-// there every store refuses with acl_present or acl_verify_failed): the commit lock is LockFileEx
-// on a private file inside the directory (exactfs.DirLockName), the
-// attestation LockFileEx on bytes beyond the record, Windows records
+// with EXACTFS_WINDOWS=unverified (exactly; README, "Windows"): the pieces
+// are built and tested under Wine only, never on real Windows, where the
+// owner-only DACLs they rely on are kept (Wine keeps none, so there every
+// store refuses with acl_present or acl_verify_failed). The commit lock is
+// LockFileEx on a private file inside the directory (exactfs.DirLockName),
+// the attestation LockFileEx on bytes beyond the record, Windows records
 // (no boot id) are judged by it, the fence counter is replaced under the
 // held lease, and ReplaceExpected is atomic_unavailable (no exchange).
 package store
