@@ -154,13 +154,28 @@ func meanings(r *exactfs.ProbeReport) []string {
 // process", and keeps what neither can prove (statelock.Recover); staging
 // residue is removed only when the lease probe proves it unopened (the
 // residue sweep, the store's reaper).
+// pidEvidence is what a record is judged by where no kernel lock attests
+// it: Linux records carry the holder's start time; darwin's carry none
+// ("unknown": there is no /proc, and a start time from ps reads
+// differently in TypeScript's older builds), so a zombie is seen as dead
+// and a reused pid is not.
+func pidEvidence(goos string) string {
+	switch goos {
+	case "linux":
+		return "pid, start time and boot id"
+	case "darwin":
+		return "pid, zombie state and boot id (records here carry no start time)"
+	}
+	return "pid"
+}
+
 func kernelMeanings(r *exactfs.ProbeReport, k *exactfs.KernelReport, goos string) []string {
 	var m []string
 	ofd, lease := r.OFDLock.Supported, k.OpenFiles.Supported
 	if ofd {
 		m = append(m, "crashed holders: a dead exactfs holder on this host is judged dead at once by the kernel (its OFD lock went with its last descriptor: kernel-attested ownership), with no pid-reuse ambiguity; TypeScript holders are judged by pid, start time and boot id. `exactfs recover` removes a crashed claim or malformed record only when the kernel reports no lock on it.")
 	} else {
-		s := "crashed holders: no OFD locks, so every holder is judged by pid, start time and boot id only (still safe: unprovable means alive; a dead holder whose pid was reused looks alive until that process ends, and then `exactfs recover` or its own release frees the lock)."
+		s := "crashed holders: no OFD locks, so every holder is judged by " + pidEvidence(goos) + " only (still safe: unprovable means alive; a dead holder whose pid was reused looks alive until that process ends, and then `exactfs recover` or its own release frees the lock)."
 		switch {
 		case k.Portable:
 		case goos == "linux":

@@ -50,9 +50,10 @@ func TestDoctorKernelMeanings(t *testing.T) {
 	check("inotify without events", say(true, exactfs.KernelReport{Waker: "inotify", Wake: no, OpenFiles: yes}, "linux"),
 		[]string{"inotify works, but saw no change", "at most 100 ms late; nothing to change"}, "max_user_instances")
 	check("darwin", say(false, exactfs.KernelReport{Waker: "kqueue", Wake: yes}, "darwin"),
-		[]string{"kqueue EVFILT_VNODE wakes it at once", "darwin has no OFD locks: nothing to change", "darwin has no such probe"})
+		[]string{"kqueue EVFILT_VNODE wakes it at once", "darwin has no OFD locks: nothing to change", "darwin has no such probe",
+			"judged by pid, zombie state and boot id (records here carry no start time)"}, "start time and boot id only")
 	check("darwin without kqueue", say(false, exactfs.KernelReport{Waker: "timed backoff", Wake: exactfs.ProbeResult{Detail: "kqueue failed: EMFILE"}}, "darwin"),
 		[]string{"kqueue is unavailable (kqueue failed: EMFILE)", "ulimit -n"}, "max_user_instances")
 	check("freebsd", say(false, exactfs.KernelReport{Waker: "timed backoff"}, "freebsd"),
-		[]string{"no waker on freebsd", "timed backoff (5 ms doubling to 100 ms"})
+		[]string{"no waker on freebsd", "timed backoff (5 ms doubling to 100 ms", "judged by pid only"}, "start time")
 }

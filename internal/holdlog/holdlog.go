@@ -5,9 +5,11 @@
 // The format is the one the TypeScript reference worker writes
 // (shared/interop/ts-seed/bin/worker.js) and its bin/check-overlap.py reads:
 // one line per event, "enter <pid> <ns>" on entering the critical section
-// and "exit <pid> <ns>" on leaving it, where <ns> is CLOCK_MONOTONIC in
-// nanoseconds. That clock is one per host, so the logs of Go and TypeScript
-// processes on one machine can be checked together.
+// and "exit <pid> <ns>" on leaving it, where <ns> is the host's monotonic
+// clock in nanoseconds, the one Node's process.hrtime reads there
+// (CLOCK_MONOTONIC on Linux, CLOCK_UPTIME_RAW on macOS, the performance
+// counter on Windows: see Now). That clock is one per host, so the logs of
+// Go and TypeScript processes on one machine can be checked together.
 //
 // Each line is written with a single write(2) on a file opened with
 // O_APPEND, so lines from concurrent writers never interleave and a process
