@@ -224,11 +224,16 @@ func (l *locker) peek(last *contention, tk *wake.Ticket) *contention {
 	var held, known bool
 	if tk != nil && tk.Fd >= 0 {
 		held, known = ofdHeldFd(exactfs.LockFD(tk.Fd))
-	} else if !l.probeLocks(l.lockName, func(fd exactfs.LockFD) { held, known = ofdHeldFd(fd) }) {
-		return nil
+	} else {
+		l.probeLocks(l.lockName, func(fd exactfs.LockFD) { held, known = ofdHeldFd(fd) })
 	}
 	if !known || !held {
-		return nil
+		if known && last.seen != nil && last.seen.s.rec.KernelLock {
+			// The record claims the kernel lock, and the kernel says
+			// nobody holds it: its holder is gone or going, attempt.
+			return nil
+		}
+		return l.peekUnchanged(last)
 	}
 	c := heldByKernel()
 	if last != nil && last.reason == ReasonOwnerLive {

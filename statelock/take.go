@@ -22,6 +22,9 @@ type contention struct {
 	// as this contention was found (look), which is all slotLocked would
 	// ask again before a waiter seats itself.
 	slot bool
+	// seen is the live record a full attempt found at F.lock, and when it
+	// was read, for the next peek (peekUnchanged); nil otherwise.
+	seen *seenRecord
 }
 
 // who is the holder description with its age as of now.
@@ -162,7 +165,11 @@ func (l *locker) reclaimRecord(name string, rec *Record, sidecar bool) (h *heldR
 		}
 		return nil, nil, true, nil
 	case j.Verdict != liveness.Dead:
-		return nil, &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}, false, nil
+		c := &contention{reason: v.reason, holder: l.describeWho(s, v), since: unixTime(s.id.MtimeNs)}
+		if !sidecar && s.rec != nil {
+			c.seen = &seenRecord{s: s, at: time.Now()}
+		}
+		return nil, c, false, nil
 	}
 	// Judged dead: err is the removal's. A successor that took the name
 	// in between keeps it; this call just loses the race and looks again.
