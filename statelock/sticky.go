@@ -327,6 +327,9 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 	}()
 	for {
 		e.mu.Lock()
+		if e.r == nil && e.linger(mb) {
+			continue
+		}
 		if e.r == nil {
 			e.watching, e.ring = false, nil
 			e.mu.Unlock()
