@@ -72,3 +72,61 @@ func TestStickyWatcherLingersThroughRelock(t *testing.T) {
 	}
 	assertSteadyState(t, e, false)
 }
+
+// A watcher that lingers without a mailbox (none existed when it looked)
+// sleeps on a timer, deaf to rings. When a release keeps the record again
+// and finds a mailbox made meanwhile (a waiter of another process made
+// it), the watcher must map it and sleep on its bell, as a watcher
+// started by that release would: without that (keep's lookForMailbox,
+// linger's remap), it slept out the idle time (here an hour) and a waiter
+// seated there was served only at the idle time's end.
+func TestStickyLingeringWatcherFindsNewMailbox(t *testing.T) {
+	longSticky(t)
+	e := newEnv(t)
+	stickyCycle(t, e)
+	stickyCycle(t, e) // kept: a watcher runs, with no mailbox to map
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	entry := l.stickyFor(false)
+	if entry == nil {
+		t.Fatal("no sticky entry after a kept release")
+	}
+	ringing := func() bool {
+		entry.mu.Lock()
+		defer entry.mu.Unlock()
+		return entry.ring != nil
+	}
+	time.Sleep(50 * time.Millisecond) // the watcher's first look, at the kept record
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wake the watcher while the record is taken back: it lingers.
+	select {
+	case entry.kick <- struct{}{}:
+	default:
+	}
+	time.Sleep(50 * time.Millisecond)
+	mb, done := l.mailbox(true)
+	if mb == nil {
+		t.Fatal("no mailbox")
+	}
+	defer done()
+	if ringing() {
+		t.Fatal("the watcher mapped a mailbox that did not exist")
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r := recordAt(t, e); r.Released {
+		t.Fatalf("the release did not keep: %s", mustRead(t, e.lock))
+	}
+	for deadline := time.Now().Add(10 * time.Second); !ringing(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lingering watcher never mapped the mailbox made while it lingered")
+		}
+	}
+}

@@ -291,6 +291,8 @@ func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
 	if !e.watching {
 		e.watching = true
 		go e.watch(l.stickyKey(), l.cfg.policy)
+	} else if e.ring == nil && l.mailboxSeen {
+		e.lookForMailbox()
 	}
 }
 
@@ -327,7 +329,7 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 	}()
 	for {
 		e.mu.Lock()
-		if e.r == nil && e.linger(mb) {
+		if e.r == nil && e.linger(&mb, &done) {
 			continue
 		}
 		if e.r == nil {
