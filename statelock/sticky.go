@@ -41,7 +41,8 @@ import (
 // Token() stays what its documentation says: unique per acquisition.
 //
 // The idle time is watched by one goroutine per kept lock (watch), started
-// when a release keeps it and ending when nothing is kept: it sleeps on the
+// when a release keeps it and ending when nothing is kept and the idle time
+// of the last release is up (linger.go: a re-lock does not end it): it sleeps on the
 // mailbox's bell (a seated waiter rings it, wake.Mailbox.Ring, so it is
 // served at once) until the idle time of the last release is up; a
 // release while it sleeps arms nothing (it only stores its time), so a
