@@ -225,6 +225,7 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 		return false, false, nil
 	}
 	mb, done := l.mailbox(false)
+	l.mailboxSeen = mb != nil
 	if mb == nil {
 		return false, false, nil
 	}

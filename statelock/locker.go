@@ -33,6 +33,10 @@ type locker struct {
 	sidecar  string
 	spare    string       // the spare claim directory's name, "" for none
 	held     *exactfs.Dir // the claim directory while we hold it (nil: none, or claims are not recycled here)
+	// mailboxSeen: this call's last hand-off look found the lock's
+	// mailbox (handoff), so a sticky watcher that has none mapped is
+	// told to look for it (keep, linger.go).
+	mailboxSeen bool
 	// replayDue: the claim was made with mkdir, or its sidecar was not a
 	// tombstone: the previous claim may have been crashed and reclaimed,
 	// and its reclaimer killed after detaching it (replayDetached).

@@ -42,7 +42,8 @@ import (
 // Token() stays what its documentation says: unique per acquisition.
 //
 // The idle time is watched by one goroutine per kept lock (watch), started
-// when a release keeps it and ending when nothing is kept: it sleeps on the
+// when a release keeps it and ending when nothing is kept and the idle time
+// of the last release is up (linger.go: a re-lock does not end it): it sleeps on the
 // mailbox's bell (a seated waiter rings it, wake.Mailbox.Ring, so it is
 // served at once) until the idle time of the last release is up; a
 // release while it sleeps arms nothing (it only stores its time), so a
@@ -103,6 +104,9 @@ type stickyEntry struct {
 	// sleeps on its bell (ReleaseKept); ring is nil once it stops using it.
 	kick chan struct{}
 	ring *wake.Mailbox
+	// remap says the last kick was lookForMailbox's (a mailbox to map),
+	// not ReleaseKept's (end): a lingering watcher looks again on it.
+	remap bool
 }
 
 // idle reports whether e may be forgotten (e.mu held): it keeps nothing,
@@ -298,8 +302,17 @@ func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
 	l.extra.Add(1)
 	e.l, e.r, e.retry = l, r, retry
 	if !e.watching {
-		e.watching = true
+		// A kick meant for an earlier watcher (ReleaseKept kicks until
+		// it sees the watcher gone, so one may be left in the channel)
+		// must not end this one's lingering at once.
+		select {
+		case <-e.kick:
+		default:
+		}
+		e.watching, e.remap = true, false
 		go e.watch(l.stickyKey(), l.cfg.policy)
+	} else if e.ring == nil && l.mailboxSeen {
+		e.lookForMailbox()
 	}
 }
 
@@ -336,6 +349,9 @@ func (e *stickyEntry) watch(key mailboxKey, pol *wake.Policy) {
 	}()
 	for {
 		e.mu.Lock()
+		if e.r == nil && e.linger(&mb, &done) {
+			continue
+		}
 		if e.r == nil {
 			e.watching, e.ring = false, nil
 			e.mu.Unlock()
@@ -507,6 +523,7 @@ func ReleaseKept() {
 			e.mu.Lock()
 			busy = busy || e.watching
 			if e.watching {
+				e.remap = false // this kick ends the watcher
 				select {
 				case e.kick <- struct{}{}:
 				default:
