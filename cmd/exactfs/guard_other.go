@@ -5,6 +5,8 @@ package main
 import (
 	"os"
 	"syscall"
+
+	"github.com/exactfs/exactfs/internal/jobctl"
 )
 
 // selfExecutable is the running binary.
@@ -27,7 +29,7 @@ func guardAttr() *syscall.SysProcAttr { return nil }
 // ^C and ^Z would miss it), so CMD stays in exactfs's group and the guard
 // can kill CMD alone.
 func cmdAttr(int) (attr *syscall.SysProcAttr, ownGroup bool) {
-	if inForeground() {
+	if jobctl.InForeground() {
 		return nil, false
 	}
 	return &syscall.SysProcAttr{Setpgid: true}, true

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/exactfs/exactfs/internal/jobctl"
 	"github.com/exactfs/exactfs/statelock"
 )
 
@@ -61,7 +62,7 @@ func main() {
 		// exactfs re-executed as the guard of a lock's CMD (guard.go).
 		os.Exit(runGuard(os.Args[2:]))
 	}
-	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrTTY: isTerminal(os.Stderr)}
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrTTY: jobctl.IsTerminal(os.Stderr)}
 	os.Exit(run(e, os.Args[1:]))
 }
 

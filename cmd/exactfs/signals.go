@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"sync"
 	"sync/atomic"
+
+	"github.com/exactfs/exactfs/internal/jobctl"
 )
 
 // signalRelay handles the signals that ask exactfs to stop while it holds,
@@ -50,7 +52,7 @@ func (r *signalRelay) handle(s os.Signal) {
 		r.cancel()
 		return
 	}
-	if deliveredByTerminal(s) {
+	if jobctl.FromTerminal(s) {
 		// The command is in our foreground process group and got the
 		// keyboard's signal itself; a second copy could make it abort
 		// the graceful shutdown the first one started.

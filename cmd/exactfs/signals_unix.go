@@ -5,8 +5,6 @@ package main
 import (
 	"os"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 var relayedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
@@ -16,23 +14,6 @@ func signalNumber(s os.Signal) int {
 		return int(n)
 	}
 	return int(syscall.SIGINT)
-}
-
-// deliveredByTerminal reports whether s is a keyboard signal (^C, ^\) that
-// the terminal sent to our whole foreground process group, command included.
-func deliveredByTerminal(s os.Signal) bool {
-	return (s == syscall.SIGINT || s == syscall.SIGQUIT) && inForeground()
-}
-
-// inForeground reports whether this process's group is the foreground
-// process group of the terminal on stdin, stdout or stderr.
-func inForeground() bool {
-	for fd := 0; fd <= 2; fd++ {
-		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
-			return pgrp == unix.Getpgrp()
-		}
-	}
-	return false
 }
 
 // signaledWith reports the signal that killed a finished process.

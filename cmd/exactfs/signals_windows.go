@@ -6,6 +6,4 @@ var relayedSignals = []os.Signal{os.Interrupt}
 
 func signalNumber(os.Signal) int { return 2 }
 
-func deliveredByTerminal(os.Signal) bool { return false }
-
 func signaledWith(*os.ProcessState) (int, bool) { return 0, false }

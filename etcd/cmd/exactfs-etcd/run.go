@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs/etcd"
+	"github.com/exactfs/exactfs/internal/jobctl"
 	"github.com/exactfs/exactfs/locker"
 )
 
@@ -245,7 +246,7 @@ func newRelay(cancel context.CancelFunc) *relay {
 				switch {
 				case r.child == nil:
 					r.cancel()
-				case fromTerminal(s):
+				case jobctl.FromTerminal(s):
 					// CMD is in our foreground process group and got the
 					// keyboard's signal itself: a second copy could cut
 					// short the clean exit the first one began.

@@ -1,4 +1,4 @@
-package main
+package jobctl
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestWindowsIsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if isTerminal(f) {
+	if IsTerminal(f) {
 		t.Error("a regular file was taken for a console")
 	}
 	r, w, err := os.Pipe()
@@ -25,7 +25,7 @@ func TestWindowsIsTerminal(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if isTerminal(w) {
+	if IsTerminal(w) {
 		t.Error("a pipe was taken for a console")
 	}
 
@@ -50,7 +50,7 @@ func TestWindowsIsTerminal(t *testing.T) {
 	if err := windows.SetConsoleMode(h, mode&^windows.ENABLE_VIRTUAL_TERMINAL_PROCESSING); err != nil {
 		t.Skipf("needs a console whose mode can be set: %v", err)
 	}
-	got := isTerminal(con)
+	got := IsTerminal(con)
 	if err := windows.GetConsoleMode(h, &mode); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd || openbsd || dragonfly
 
-package main
+package jobctl
 
 import (
 	"os"
@@ -8,8 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isTerminal reports whether f is a terminal: TIOCGETA succeeds only on one.
-func isTerminal(f *os.File) bool {
+// IsTerminal reports whether f is a terminal: TIOCGETA, the BSDs' name for
+// Linux's TCGETS, succeeds only on one.
+func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
 	return err == nil
 }

@@ -1,9 +1,9 @@
 //go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly && !windows
 
-package main
+package jobctl
 
 import "os"
 
-// isTerminal reports false: without a terminal probe, the live progress
+// IsTerminal reports false: without a terminal probe, the live progress
 // lines stay off rather than writing control characters into a log file.
-func isTerminal(*os.File) bool { return false }
+func IsTerminal(*os.File) bool { return false }

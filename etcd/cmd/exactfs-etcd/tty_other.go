@@ -1,7 +1,0 @@
-//go:build !unix
-
-package main
-
-import "os"
-
-func fromTerminal(os.Signal) bool { return false }
