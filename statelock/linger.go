@@ -93,10 +93,18 @@ func (e *stickyEntry) linger(mbp **wake.Mailbox, donep *func()) bool {
 // sleeps on, as before lingering: the idle time bounds that wait. This
 // wake is paid once per watcher, when the mailbox first appears, never
 // per cycle.
+//
+// keep calls it too when it keeps a record behind a busy claim (retry): a
+// lingering watcher would otherwise try that release only when its idle
+// time is up (the default 2 ms, but a policy may make it long). A watcher
+// asleep on the mailbox's bell is rung: the kick does not reach it there.
 func (e *stickyEntry) lookForMailbox() {
 	e.remap = true
 	select {
 	case e.kick <- struct{}{}:
 	default:
+	}
+	if e.ring != nil {
+		e.ring.Ring()
 	}
 }

@@ -311,7 +311,10 @@ func (e *stickyEntry) keep(l *locker, r *heldRecord, retry bool) {
 		}
 		e.watching, e.remap = true, false
 		go e.watch(l.stickyKey(), l.cfg.policy)
-	} else if e.ring == nil && l.mailboxSeen {
+	} else if retry || (e.ring == nil && l.mailboxSeen) {
+		// The running watcher may be lingering (linger.go) for the rest
+		// of an idle time: a record kept behind a busy claim is due for
+		// release now, and a mailbox it has not mapped must be mapped.
 		e.lookForMailbox()
 	}
 }
