@@ -343,6 +343,7 @@ func (h *Held) unlock(ctx context.Context, early, away bool) error {
 func (l *locker) release(ctx context.Context, r *heldRecord, away bool) (attempts int, err error) {
 	handed, yielded, err := l.handoff(r)
 	if handed {
+		l.handedOn() // a release, for this process's re-lock test (sticky.go)
 		// F.lock is the waiter's now (handoff.go); our descriptor holds
 		// nothing of it (its slot lock dropped before the grant's wake).
 		// Parked, not closed: the next Lock of this process finds the

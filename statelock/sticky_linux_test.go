@@ -713,3 +713,47 @@ func TestStickyLockWaitsForItsOwnLetGo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A release that hands F.lock to a seated waiter is a release for the
+// re-lock test: this process hands the lock on, locks again (within the
+// idle time of that hand-off), and at its next release, with nobody
+// waiting, keeps its record. Before handedOn, only a release that could
+// keep counted, so a process whose releases were hand-offs was taken for
+// one that does not re-lock: its first release without a waiter was the
+// reference one (a tombstone here), and under contention that sent the
+// other processes through the claim and the reference wait.
+func TestStickyAfterHandOn(t *testing.T) {
+	e := newEnv(t)
+	longSticky(t, e)
+	handed := countHook(t, hook.LockHandoffBeforePwrite)
+	kept := countHook(t, hook.LockStickyKept)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workerCmd(context.Background(), "handoffwait", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	sc := startAndWaitLine(t, w, "waiting", 30*time.Second)
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	for start := time.Now(); seatsWaiting(e.dir, filepath.Base(e.lock)) < 1; {
+		if time.Since(start) > time.Minute {
+			t.Fatal("the worker was not seated")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Scan() || sc.Text() != "acquired" {
+		t.Fatalf("the worker did not acquire: %q", sc.Text())
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if handed.Load() != 1 {
+		t.Fatalf("the release was not a hand-off (%d hand-offs)", handed.Load())
+	}
+	tok := stickyCycle(t, e)
+	if r := recordAt(t, e); r.Released || r.Token != tok || r.Pid != int64(os.Getpid()) || kept.Load() != 1 {
+		t.Fatalf("a process that re-locked after handing the lock on did not keep its record: %s (kept %d)", mustRead(t, e.lock), kept.Load())
+	}
+}
