@@ -275,9 +275,12 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 		return stickyNo
 	}
 	if _, err := l.dir.LstatRaw(l.claim); err == nil {
+		attested := l.claimAttested()
 		hook.Fire(hook.LockStickyClaimSeen, l.lockPath)
-		e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
-		l.yieldToReference()
+		if !attested {
+			e.yieldUntil = time.Now().Add(l.cfg.policy.Yield)
+			l.yieldToReference()
+		}
 		return stickyClaim
 	}
 	if time.Since(e.yieldUntil) > l.cfg.policy.YieldEvery && l.referencePolling() {
@@ -321,6 +324,26 @@ func (l *locker) handedOn() {
 		e.releasedAt, e.stickyIdle = time.Now(), l.cfg.policy.StickyIdle
 	}
 	e.mu.Unlock()
+}
+
+// claimAttested reports whether the claim directory is a Go taker's: its
+// kernel lock on the sidecar is visible (SPEC §4.8.4), read through the
+// shared look descriptor. Such a taker is a Go process attempting (its
+// look found F.lock free a moment ago, and seats itself behind us if it
+// finds our record), not a reference contender polling through the claim:
+// the release is still the reference one (§4.8.3), but a yield for it
+// would hold every Go taker, that one too, off the tombstone for the whole
+// window with nobody to take it (two processes updating one file on tmpfs
+// stood still 120 ms at a time). A claim without that lock (a TypeScript
+// taker's, or any where OFD locks are not seen) gets the yield as before.
+func (l *locker) claimAttested() bool {
+	fd, done := l.lookProbe(l.sidecar)
+	if fd < 0 {
+		return false
+	}
+	defer done()
+	held, known := ofdHeldFd(fd)
+	return held && known
 }
 
 // keep stores r as kept under l (e.mu held) and makes sure a watcher runs.

@@ -757,3 +757,53 @@ func TestStickyAfterHandOn(t *testing.T) {
 		t.Fatalf("a process that re-locked after handing the lock on did not keep its record: %s (kept %d)", mustRead(t, e.lock), kept.Load())
 	}
 }
+
+// A claim directory whose sidecar carries a Go taker's kernel lock (SPEC
+// §4.8.4) is a Go process attempting, not a reference contender: the
+// sticky owner that sees it at its release still releases the reference
+// way, but yields to nobody. The yield held every Go taker off the
+// tombstone for its whole window, the attempting one too, so two Go
+// processes stood still for it with the lock free.
+func TestStickyGoClaimGetsNoYield(t *testing.T) {
+	e := newEnv(t)
+	longSticky(t, e)
+	stickyCycle(t, e)
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a Go taker's claim looks like: the directory, and its kernel
+	// lock on the sidecar (the sidecar left a tombstone).
+	if err := os.Mkdir(e.claim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	side, err := os.OpenFile(e.sidecar, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	if err := ofdLock(side); err != nil {
+		t.Fatal(err)
+	}
+	// The taker lets the claim go just after our look saw it.
+	defer hook.Set(hook.LockStickyClaimSeen, func(string) {
+		ofdUnlock(side)
+		if err := os.Remove(e.claim); err != nil {
+			t.Error(err)
+		}
+	})()
+	if err := h.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r := recordAt(t, e); !r.Released {
+		t.Fatalf("F.lock after a release that saw a claim: %s", mustRead(t, e.lock))
+	}
+	l, err := newLocker(e.state, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	if l.stickyYielding() || l.yielding() {
+		t.Fatal("a yield for a Go taker's claim")
+	}
+}
