@@ -163,18 +163,29 @@ func (m *Model) goDead(s *State, judge Kind, ino uint8, c rec) bool {
 	return false
 }
 
-// claimStale is inspectClaim's verdict (SPEC §4.3). Timing is abstracted:
-// "younger than 1 s" and "tombstone younger than 1 s" are read as "its
-// taker is still alive" (a live taker finishes its claim bookkeeping in
-// microseconds; the age rules exist only to wait for it).
-func (m *Model) claimStale(s *State) bool {
+// claimAttested is sticky.go's claimAttested: the claim directory is a Go
+// taker's, its kernel lock on the sidecar visible. That taker is a Go
+// process attempting, not a reference contender polling, so a release
+// that sees it yields to nobody (it still releases the reference way).
+func (m *Model) claimAttested(s *State) bool {
 	if s.dir == 0 {
 		return false
 	}
 	for i := range m.cfg.Procs {
 		if !s.p[i].dead && s.p[i].sideL {
-			return false // an exactfs taker holds its kernel lock on the sidecar
+			return true
 		}
+	}
+	return false
+}
+
+// claimStale is inspectClaim's verdict (SPEC §4.3). Timing is abstracted:
+// "younger than 1 s" and "tombstone younger than 1 s" are read as "its
+// taker is still alive" (a live taker finishes its claim bookkeeping in
+// microseconds; the age rules exist only to wait for it).
+func (m *Model) claimStale(s *State) bool {
+	if s.dir == 0 || m.claimAttested(s) {
+		return false // absent, or an exactfs taker holds its kernel lock on the sidecar
 	}
 	if s.oldDir {
 		return true // made before the current boot
@@ -744,11 +755,15 @@ func (m *Model) release(s *State, i int, emit func(ns *State, what string)) {
 	}
 	if free && s.dir != 0 && !p.noSt && !p.yld && int(p.done) < m.cfg.Acquisitions {
 		ns := *s
-		ns.yield = true
 		q := &ns.p[i]
-		q.yld, q.once, q.noSt = true, true, true
+		q.once, q.noSt = true, true
 		q.after, q.next, q.pc = gRelProve, gFin, gClaim
-		emit(&ns, "a claim directory at our release: yield; one attempt at the claim for the reference release")
+		if m.claimAttested(s) {
+			emit(&ns, "a Go taker's claim directory at our release (its kernel lock on the sidecar): no yield; one attempt at the claim for the reference release")
+		} else {
+			ns.yield, q.yld = true, true
+			emit(&ns, "a claim directory at our release: yield; one attempt at the claim for the reference release")
+		}
 	}
 	ns := *s
 	ns.p[i].after, ns.p[i].next, ns.p[i].pc = gRelProve, gFin, gClaim
@@ -795,9 +810,13 @@ func (m *Model) sticky(s *State, i int, emit func(ns *State, what string)) {
 		return
 	}
 	if s.dir != 0 && bugs&BugStickyIgnoresClaim == 0 {
-		ns.yield = true
-		q.yld, q.once, q.noSt = true, true, true
+		q.once, q.noSt = true, true
 		q.after, q.next, q.pc = gRelProve, gFin, gClaim
+		if m.claimAttested(s) {
+			emit(&ns, "sticky: a Go taker's claim directory (its kernel lock on the sidecar): no yield; one attempt at the claim for the reference release")
+			return
+		}
+		ns.yield, q.yld = true, true
 		emit(&ns, "sticky: a claim directory: yield; one attempt at the claim for the reference release")
 		return
 	}
