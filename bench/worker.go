@@ -151,6 +151,11 @@ func runWorker(args []string) error {
 	}
 	wg.Wait()
 	res := workerResult{StartNs: start, EndNs: time.Now().UnixNano(), CPUNs: cpuNs() - cpu0}
+	// As a program about to exit does (statelock.ReleaseKept): a record
+	// this worker keeps for a re-lock that will not come is released now,
+	// not left to the workers still running as a dead process's record
+	// (which a seated waiter sees at its next poll, 20-100 ms later).
+	statelock.ReleaseKept()
 	for i := range g {
 		if errs[i] != nil {
 			return errs[i]
