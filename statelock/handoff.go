@@ -518,6 +518,33 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 	// WAITING, so one query of its slot is the whole look. Otherwise the
 	// full look below runs. It decides no ownership, only whether to sleep.
 	first := true
+	// After a wake with no grant, the waiter also watches for the exit of
+	// the holder it waits behind (wake.WatchExit: a hint, no system call
+	// until the holder dies): its death makes no other event, and the
+	// poll grows to wake.BackoffMax while F.lock stays as it was. Not
+	// before the first sleep: a waiter served in turn, as in a busy loop,
+	// pays nothing for it.
+	var (
+		watchedIno uint64
+		stopWatch  = func() {}
+	)
+	defer func() { stopWatch() }()
+	watchHolder := func(got []byte, err error) {
+		r, perr := ParseRecord(got)
+		if err != nil || perr != nil || r.Released || r.PidfdIno == 0 || r.PidfdIno == watchedIno {
+			return
+		}
+		stopWatch()
+		watchedIno = r.PidfdIno
+		var ok bool
+		stopWatch, ok = wake.WatchExit(r.Pid, r.PidfdIno, func() {
+			hook.Fire(hook.LockSeatHolderExited, l.lockPath)
+			seat.Interrupt()
+		})
+		if ok {
+			hook.Fire(hook.LockSeatExitWatched, l.lockPath)
+		}
+	}
 	for {
 		// The state is read before F.lock: GRANTED is stored after the
 		// granter's pwrite returned, so a read that follows it sees the
@@ -600,6 +627,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 			// its death, which Recover sees).
 		}
 		if !giveUp {
+			watchHolder(got, err)
 			seat.Sleep(max(time.Millisecond, min(poll, time.Until(deadline))))
 		} else {
 			seat.Sleep(poll)

@@ -700,3 +700,58 @@ func TestMailboxUnmappedAfterItsCallsIdle(t *testing.T) {
 		t.Fatalf("the mailbox given back with an hour's idle time was unmapped within %s", time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// A seated waiter whose first sleep ended with no grant watches for the
+// exit of the holder it waits behind, and is woken by it: the holder's
+// SIGKILL makes no other event, and the waiter's poll grows to
+// wake.BackoffMax (100 ms) while F.lock stays as it was, so before the
+// watch a crashed holder was seen up to that late (the chaos soak's
+// "kill to next holder" was 113-139 ms at its median).
+func TestSeatedWaiterWokenByHolderExit(t *testing.T) {
+	e := newEnv(t)
+	requireCohort(t)
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.SeatPoll = 5 * time.Millisecond }))
+	w := workerCmd(context.Background(), "hold", "STATELOCK_STATE="+e.state, "STATELOCK_CONFIG="+e.configRoot)
+	startAndWaitLine(t, w, "H", 30*time.Second)
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	armed := make(chan struct{}, 1)
+	t.Cleanup(hook.Set(hook.LockSeatExitWatched, func(string) {
+		select {
+		case armed <- struct{}{}:
+		default:
+		}
+	}))
+	exited := countHook(t, hook.LockSeatHolderExited)
+	type result struct {
+		h   *Held
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		h, err := Lock(context.Background(), e.state, e.opts(WithWait(2*time.Minute))...)
+		got <- result{h, err}
+	}()
+	select {
+	case <-armed:
+	case r := <-got:
+		t.Fatalf("the waiter returned before its holder died: %v", r.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the seated waiter never watched for its holder's exit")
+	}
+	if err := w.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.Wait()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.h.Unlock()
+	case <-time.After(time.Minute):
+		t.Fatal("the waiter did not take the lock of its killed holder")
+	}
+	if exited.Load() == 0 {
+		t.Fatal("the waiter was not woken by its holder's exit")
+	}
+}

@@ -217,6 +217,13 @@ const (
 	// LockHandoffNameLost fires each time that check finds F.lock naming
 	// no inode or another one, before it looks again.
 	LockHandoffNameLost = "statelock.handoff-name-lost"
+	// LockSeatExitWatched fires when a seated waiter, woken with no grant,
+	// has started watching for the exit of the holder it waits behind
+	// (wake.WatchExit), before it sleeps again.
+	LockSeatExitWatched = "statelock.seat-exit-watched"
+	// LockSeatHolderExited fires when that holder has exited, before the
+	// waiter is woken to look.
+	LockSeatHolderExited = "statelock.seat-holder-exited"
 	// LockHandoffAccepted fires in a waiter that has read exactly its
 	// bytes through its descriptor, before it enters.
 	LockHandoffAccepted = "statelock.handoff-accepted"
