@@ -88,11 +88,13 @@ func joinGroup(ctx context.Context, stateFile string, c *config) (*updateGroup, 
 var errQueueBudget = errors.New("the wait budget ran out behind other Updates of this process")
 
 func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, error), opts []Option) error {
-	qctx := ctx
+	// The wait in the queue ends with the budget (errQueueBudget). Its
+	// timer is made only for a caller that has to queue (combine's
+	// DoWithin), not for one that leads at once: that one's wait is its
+	// acquisition's, bounded below by what is left of the same budget.
+	var deadline time.Time
 	if g.budget != WaitForever {
-		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeoutCause(ctx, g.budget, errQueueBudget)
-		defer cancel()
+		deadline = g.start.Add(g.budget)
 	}
 	acquire := func(context.Context) (combine.Txn[[]byte], error) {
 		// The leader takes the lock as its own Update would, with its own
@@ -122,7 +124,7 @@ func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, e
 		}
 		return next, true, nil
 	}
-	err := groups.Do(qctx, g.key, acquire, op)
+	err := groups.DoWithin(ctx, g.key, deadline, errQueueBudget, acquire, op)
 	if errors.Is(err, combine.ErrNotRun) {
 		// Never ran: as a Lock that gave up waiting would say it.
 		lockPath := g.stateFile + lockSuffix
