@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -87,7 +86,7 @@ func joinGroup(ctx context.Context, stateFile string, c *config) (*updateGroup, 
 // its group's queue when its wait budget runs out.
 var errQueueBudget = errors.New("the wait budget ran out behind other Updates of this process")
 
-func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, error), opts []Option) error {
+func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, error)) error {
 	// The wait in the queue ends with the budget (errQueueBudget). Its
 	// timer is made only for a caller that has to queue (combine's
 	// DoWithin), not for one that leads at once: that one's wait is its
@@ -100,11 +99,14 @@ func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, e
 		// The leader takes the lock as its own Update would, with its own
 		// context and what is left of its own budget: a failure here is
 		// its own, and the next caller in the queue leads with its own.
-		o := opts
+		// g.cfg is this caller's options applied (Update's newConfig);
+		// the budget left is set on a copy, as a WithWait appended to
+		// the options would set it, without applying them again.
+		c := *g.cfg
 		if g.budget != WaitForever {
-			o = append(slices.Clip(opts), WithWait(max(g.budget-time.Since(g.start), 0)))
+			c.wait, c.waitSet = max(g.budget-time.Since(g.start), 0), true
 		}
-		h, err := lockState(ctx, g.stateFile, o)
+		h, err := lockStateWith(ctx, g.stateFile, c)
 		if err != nil {
 			return nil, err
 		}

@@ -136,7 +136,11 @@ func newLocker(stateFile string, opts []Option) (*locker, error) {
 // made (Lock does when WithMakeDir says so, as the reference always does;
 // Inspect and Recover only look).
 func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
-	c := newConfig(opts)
+	return openLockerWith(stateFile, newConfig(opts), create)
+}
+
+// openLockerWith is openLocker with the options applied already.
+func openLockerWith(stateFile string, c config, create bool) (*locker, error) {
 	lockPath := stateFile + lockSuffix
 	fail := func(err error) (*locker, error) {
 		return nil, lockError(lockPath, ReasonInitFailed, 0, 0, "", err)

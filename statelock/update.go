@@ -62,9 +62,9 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
 	c := newConfig(opts)
 	if g, ok := joinGroup(ctx, stateFile, &c); ok {
-		return g.update(ctx, fn, opts)
+		return g.update(ctx, fn)
 	}
-	h, err := lockState(ctx, stateFile, opts)
+	h, err := lockStateWith(ctx, stateFile, c)
 	if err != nil {
 		return err
 	}
