@@ -231,17 +231,36 @@ func RmQuarantineName() string { return rmPrefix + NewUUID() }
 
 // NewUUID returns a random (version 4) UUID in its canonical text form.
 func NewUUID() string {
+	var u [36]byte
+	newUUID(&u)
+	return string(u[:])
+}
+
+// newUUID writes a fresh NewUUID into u, so that a name around it is built
+// with one allocation (stagingName).
+func newUUID(u *[36]byte) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("exactfs: crypto/rand failed: " + err.Error())
 	}
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	hex.Encode(u[0:8], b[0:4])
+	u[8] = '-'
+	hex.Encode(u[9:13], b[4:6])
+	u[13] = '-'
+	hex.Encode(u[14:18], b[6:8])
+	u[18] = '-'
+	hex.Encode(u[19:23], b[8:10])
+	u[23] = '-'
+	hex.Encode(u[24:36], b[10:16])
 }
 
-func stagingName(base, suffix string) string { return "." + base + "." + NewUUID() + suffix }
+func stagingName(base, suffix string) string {
+	var u [36]byte
+	newUUID(&u)
+	return "." + base + "." + string(u[:]) + suffix
+}
 
 // treeEntryQuarantine is where an exact tree removal moves a file of the
 // detached tree while it deletes it (the exact unlink's quarantine name).

@@ -39,16 +39,42 @@ func splitPath(op, path string) (abs bool, comps []string, err error) {
 		return false, nil, newErr(op, path, CodeInvalidRequest, "path contains a NUL byte")
 	}
 	abs = filepath.IsAbs(path)
-	for _, c := range strings.Split(filepath.ToSlash(path), "/") {
+	// The components between slashes, as strings.Split would give them,
+	// without its slice: one allocation, sized at the first component
+	// kept (this runs for every path-taking call).
+	for rest := path; ; {
+		c, after, more := strings.Cut(rest, "/")
 		switch c {
 		case "", ".":
-			continue
 		case "..":
 			return abs, nil, newErr(op, path, CodeInvalidRequest, `".." is refused: name the path without climbing`)
+		default:
+			if comps == nil {
+				comps = make([]string, 0, strings.Count(rest, "/")+1)
+			}
+			comps = append(comps, c)
 		}
-		comps = append(comps, c)
+		if !more {
+			return abs, comps, nil
+		}
+		rest = after
 	}
-	return abs, comps, nil
+}
+
+// plainName reports whether name is one component that splitPath would
+// keep as it is: not empty, not "." or "..", no separator, no NUL. Such a
+// name beneath a Dir needs no walk (resolve, Dir.join). Windows names go
+// through their own rules (splitWindowsPath) always.
+func plainName(name string) bool {
+	if windowsPaths || name == "" || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' || name[i] == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // windowsPaths selects the Windows path rules. It is a variable, not a
@@ -95,9 +121,29 @@ func volumeRoot(path string) string {
 // joinAbs is the absolute path of comps beneath the volume root of path.
 func joinAbs(path string, comps []string) string {
 	if !windowsPaths {
+		if len(comps) == 0 {
+			return "/"
+		}
+		// A path already written that way (a trailing slash aside) is
+		// used as it is, without building it again.
+		if p := strings.TrimRight(path, "/"); spells(p, comps) {
+			return p
+		}
 		return "/" + strings.Join(comps, "/")
 	}
 	return volumeRoot(path) + strings.Join(comps, `\`)
+}
+
+// spells reports whether p is exactly "/" followed by comps joined by "/".
+func spells(p string, comps []string) bool {
+	i := 0
+	for _, c := range comps {
+		if i >= len(p) || p[i] != '/' || !strings.HasPrefix(p[i+1:], c) {
+			return false
+		}
+		i += 1 + len(c)
+	}
+	return i == len(p)
 }
 
 // handle is a directory descriptor that may or may not be ours to close.
@@ -195,6 +241,16 @@ func KindName(mode fs.FileMode) string {
 // (or absolute, when start is nil). It returns the parent handle and the
 // final component. The caller closes the handle.
 func resolve(op string, start *Dir, name string) (handle, string, error) {
+	if start != nil && plainName(name) {
+		// A name directly beneath start: splitPath would give it as the
+		// one component, and openPath start's own descriptor, borrowed;
+		// the same, without their allocations (every Dir method on a
+		// name, several per lock cycle).
+		if err := start.incref(op, name); err != nil {
+			return handle{}, "", err
+		}
+		return handle{fd: start.fd, ref: start}, name, nil
+	}
 	abs, comps, err := splitPath(op, name)
 	if err != nil {
 		return handle{}, "", err
@@ -238,14 +294,16 @@ func openPathNoFollow(op, name string, start *Dir, abs bool, comps []string) (ha
 	// Relative paths are bound to one opened directory: AT_FDCWD would be
 	// re-read at every step (another goroutine may chdir), and a parent
 	// handle of AT_FDCWD could not be fsynced.
-	base, rel := sys.AtCWD, strings.Join(comps, "/")
+	base, rel := sys.AtCWD, ""
 	switch {
 	case start != nil:
-		base = start.fd
+		base, rel = start.fd, strings.Join(comps, "/")
 	case abs:
 		rel = joinAbs(name, comps)
-	case rel == "":
+	case len(comps) == 0:
 		rel = "."
+	default:
+		rel = strings.Join(comps, "/")
 	}
 	if !hook.IsSet(hook.ForceWalk) {
 		if fd, err := sys.OpenDirNoSymlinks(base, rel); err == nil {
@@ -510,6 +568,13 @@ func (d *Dir) Inode() (dev, ino uint64) { return d.dev, d.ino }
 func (d *Dir) join(name string) string {
 	if d == nil {
 		return name
+	}
+	// filepath.Join cleans what it joins (three allocations for a
+	// directory given with a trailing slash); a plain name beneath a
+	// directory path that is clean but for trailing slashes joins to the
+	// same string with one concatenation.
+	if p := strings.TrimRight(d.path, "/"); p != "" && p != "." && plainName(name) && filepath.Clean(p) == p {
+		return p + "/" + name
 	}
 	return filepath.Join(d.path, name)
 }

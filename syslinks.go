@@ -186,8 +186,13 @@ func rootOnlyDirs(dir string, ancestors bool) bool {
 // directory follow nothing, and the usual path pays nothing for the rule.
 func openPath(op, name string, start *Dir, abs bool, comps []string) (handle, error) {
 	h, err := openPathNoFollow(op, name, start, abs, comps)
+	if err == nil || start != nil {
+		return h, err
+	}
+	// Declared past the common case: errors.As makes e escape, an
+	// allocation on every open of a path otherwise.
 	var e *Error
-	if start != nil || !errors.As(err, &e) || e.Code != CodeReparsePoint {
+	if !errors.As(err, &e) || e.Code != CodeReparsePoint {
 		return h, err
 	}
 	if sc := systemComps(abs, comps); len(sc) != len(comps) || strings.Join(sc, "/") != strings.Join(comps, "/") {

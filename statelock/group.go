@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/exactfs/exactfs"
@@ -87,22 +86,27 @@ func joinGroup(ctx context.Context, stateFile string, c *config) (*updateGroup, 
 // its group's queue when its wait budget runs out.
 var errQueueBudget = errors.New("the wait budget ran out behind other Updates of this process")
 
-func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, error), opts []Option) error {
-	qctx := ctx
+func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, error)) error {
+	// The wait in the queue ends with the budget (errQueueBudget). Its
+	// timer is made only for a caller that has to queue (combine's
+	// DoWithin), not for one that leads at once: that one's wait is its
+	// acquisition's, bounded below by what is left of the same budget.
+	var deadline time.Time
 	if g.budget != WaitForever {
-		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeoutCause(ctx, g.budget, errQueueBudget)
-		defer cancel()
+		deadline = g.start.Add(g.budget)
 	}
 	acquire := func(context.Context) (combine.Txn[[]byte], error) {
 		// The leader takes the lock as its own Update would, with its own
 		// context and what is left of its own budget: a failure here is
 		// its own, and the next caller in the queue leads with its own.
-		o := opts
+		// g.cfg is this caller's options applied (Update's newConfig);
+		// the budget left is set on a copy, as a WithWait appended to
+		// the options would set it, without applying them again.
+		c := *g.cfg
 		if g.budget != WaitForever {
-			o = append(slices.Clip(opts), WithWait(max(g.budget-time.Since(g.start), 0)))
+			c.wait, c.waitSet = max(g.budget-time.Since(g.start), 0), true
 		}
-		h, err := lockState(ctx, g.stateFile, o)
+		h, err := lockStateWith(ctx, g.stateFile, c)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +126,7 @@ func (g *updateGroup) update(ctx context.Context, fn func(old []byte) ([]byte, e
 		}
 		return next, true, nil
 	}
-	err := groups.Do(qctx, g.key, acquire, op)
+	err := groups.DoWithin(ctx, g.key, deadline, errQueueBudget, acquire, op)
 	if errors.Is(err, combine.ErrNotRun) {
 		// Never ran: as a Lock that gave up waiting would say it.
 		lockPath := g.stateFile + lockSuffix

@@ -95,7 +95,13 @@ func (h *Held) readDurable() error {
 // lockState is Lock without the readers' rule: for Update, whose read is
 // made durable by its own write, or by readable when it writes nothing.
 func lockState(ctx context.Context, stateFile string, opts []Option) (*Held, error) {
-	l, err := newLocker(stateFile, opts)
+	return lockStateWith(ctx, stateFile, newConfig(opts))
+}
+
+// lockStateWith is lockState for a caller that has the options applied
+// already (Update: its config, the group's budget set on it).
+func lockStateWith(ctx context.Context, stateFile string, c config) (*Held, error) {
+	l, err := openLockerWith(stateFile, c, true)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,28 @@ type locker struct {
 	extra atomic.Int32
 }
 
-var hostCache sync.Map // config root -> liveness.HostIdentity
+// hostCache maps a config root to its host identity.
+var hostCache struct {
+	sync.RWMutex
+	m map[string]liveness.HostIdentity
+	// def is the identity under the default config root and the
+	// environment it was derived from (defaultRootEnv).
+	def atomic.Pointer[defaultHost]
+}
+
+type defaultHost struct {
+	env  [3]string
+	host liveness.HostIdentity
+}
+
+// defaultRootEnv is what liveness.DefaultConfigRoot derives the default
+// root from: $XDG_CONFIG_HOME, else os.UserConfigDir ($XDG_CONFIG_HOME or
+// $HOME on Unix and macOS, %AppData% on Windows). While these are as they
+// were, the root is the same, and so is its identity: no path is built
+// again (two allocations per lock call).
+func defaultRootEnv() [3]string {
+	return [3]string{os.Getenv("XDG_CONFIG_HOME"), os.Getenv("HOME"), os.Getenv("AppData")}
+}
 
 // hostIdentity loads the host identity for the config root once per
 // process: the secret never changes once created, and re-deriving it on
@@ -68,24 +89,39 @@ func hostIdentity(c *config) (liveness.HostIdentity, error) {
 		return *c.host, nil
 	}
 	root := c.configRoot
+	var env [3]string
 	if root == "" {
+		env = defaultRootEnv()
+		if d := hostCache.def.Load(); d != nil && d.env == env {
+			return d.host, nil
+		}
 		r, err := liveness.DefaultConfigRoot()
 		if err != nil {
 			return liveness.HostIdentity{}, err
 		}
 		root = r
 	}
-	if h, ok := hostCache.Load(root); ok {
-		return h.(liveness.HostIdentity), nil
+	hostCache.RLock()
+	h, ok := hostCache.m[root]
+	hostCache.RUnlock()
+	if !ok {
+		var err error
+		if h, err = liveness.LoadHostIdentity(root); err != nil {
+			return liveness.HostIdentity{}, err
+		}
+		if h.ID == "" {
+			return liveness.HostIdentity{}, errors.New("host identity is empty")
+		}
+		hostCache.Lock()
+		if hostCache.m == nil {
+			hostCache.m = map[string]liveness.HostIdentity{}
+		}
+		hostCache.m[root] = h
+		hostCache.Unlock()
 	}
-	h, err := liveness.LoadHostIdentity(root)
-	if err != nil {
-		return liveness.HostIdentity{}, err
+	if c.configRoot == "" {
+		hostCache.def.Store(&defaultHost{env: env, host: h})
 	}
-	if h.ID == "" {
-		return liveness.HostIdentity{}, errors.New("host identity is empty")
-	}
-	hostCache.Store(root, h)
 	return h, nil
 }
 
@@ -100,7 +136,11 @@ func newLocker(stateFile string, opts []Option) (*locker, error) {
 // made (Lock does when WithMakeDir says so, as the reference always does;
 // Inspect and Recover only look).
 func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
-	c := newConfig(opts)
+	return openLockerWith(stateFile, newConfig(opts), create)
+}
+
+// openLockerWith is openLocker with the options applied already.
+func openLockerWith(stateFile string, c config, create bool) (*locker, error) {
 	lockPath := stateFile + lockSuffix
 	fail := func(err error) (*locker, error) {
 		return nil, lockError(lockPath, ReasonInitFailed, 0, 0, "", err)
@@ -144,14 +184,18 @@ func openLocker(stateFile string, opts []Option, create bool) (*locker, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The names are prefixes of one string: F.lock.transition.owner
+	// begins with F.lock.transition, which begins with F.lock.
+	sidecar := base + sidecarSuffix
+	claim := sidecar[:len(base)+len(claimSuffix)]
 	l := &locker{
 		cfg:      c,
 		dir:      d,
 		base:     base,
-		lockName: base + lockSuffix,
-		claim:    base + claimSuffix,
-		sidecar:  base + sidecarSuffix,
-		spare:    exactfs.SpareName(base + claimSuffix),
+		lockName: sidecar[:len(base)+len(lockSuffix)],
+		claim:    claim,
+		sidecar:  sidecar,
+		spare:    exactfs.SpareName(claim),
 		lockPath: lockPath,
 		host:     host,
 		self:     self,

@@ -62,9 +62,9 @@ var ErrOutcomeUnknown = exactfs.ErrOutcomeUnknown
 func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, error), opts ...Option) error {
 	c := newConfig(opts)
 	if g, ok := joinGroup(ctx, stateFile, &c); ok {
-		return g.update(ctx, fn, opts)
+		return g.update(ctx, fn)
 	}
-	h, err := lockState(ctx, stateFile, opts)
+	h, err := lockStateWith(ctx, stateFile, c)
 	if err != nil {
 		return err
 	}
@@ -80,11 +80,18 @@ func Update(ctx context.Context, stateFile string, fn func(old []byte) ([]byte, 
 // If op panics or calls runtime.Goexit, the lock is released and the panic
 // goes on.
 func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, released func()) (opErr, relErr error) {
+	// What the release at the rename tells the rest of this function, in
+	// one value: the callback that sets it outlives this frame as far as
+	// the compiler can tell, so each variable it wrote was a separate
+	// allocation.
 	var (
-		wopts      []exactfs.WriteOption
-		early      bool
-		releasedAt time.Time
-		returned   bool
+		wopts    []exactfs.WriteOption
+		returned bool
+		rel      = new(struct {
+			err        error
+			early      bool
+			releasedAt time.Time
+		})
 	)
 	defer func() {
 		if !returned {
@@ -94,7 +101,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 			// later Update, here and in every other process, times out
 			// on a holder that is truly alive. The panic goes on
 			// unchanged: nothing here recovers it.
-			if early {
+			if rel.early {
 				h.l.close()
 			} else {
 				h.Unlock()
@@ -105,8 +112,8 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			relErr = h.unlock(context.Background(), true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
-			early, releasedAt = true, time.Now()
+			rel.err = h.unlock(context.Background(), true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
+			rel.early, rel.releasedAt = true, time.Now()
 			if released != nil {
 				released()
 			}
@@ -114,7 +121,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 	}
 	opErr = op(wopts...)
 	returned = true
-	if !early {
+	if !rel.early {
 		if opErr != nil {
 			// Nothing was written (fn failed, or the read or the write
 			// before its rename): the caller is told fn's error, which may
@@ -126,7 +133,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		}
 		return opErr, h.Unlock()
 	}
-	lastDirSync.Store(int64(time.Since(releasedAt)))
+	lastDirSync.Store(int64(time.Since(rel.releasedAt)))
 	h.l.close()
 	if opErr != nil {
 		opErr = fmt.Errorf("%w: %s: the new bytes were renamed into place and the lock released, "+
@@ -134,7 +141,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 			"may already have read them; read the state file again to see what it holds: %w",
 			ErrOutcomeUnknown, h.stateFile(), opErr)
 	}
-	return opErr, relErr
+	return opErr, rel.err
 }
 
 // lastDirSync is how long the last early-released Update of this process

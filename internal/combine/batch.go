@@ -34,6 +34,9 @@ type batch[S any] struct {
 	changed  bool // some member's output is in cur
 	handOff  sync.Once
 	finished bool
+	// one and oneOutcome back members and outcome for a batch of one.
+	one        [1]*member[S]
+	oneOutcome [1]outcome
 }
 
 // released passes leadership on: the resource is free for the next batch.

@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Op is one caller's operation on the current state cur. It returns the
@@ -164,17 +165,33 @@ type answer[S any] struct {
 // used only if this caller leads a batch. If op panics, Do panics with the
 // same value in this goroutine, after its batch released the resource.
 func (g *Group[S]) Do(ctx context.Context, acquire Acquire[S], op Op[S]) error {
-	m := &member[S]{op: op, ch: make(chan msg[S], 1)}
+	return g.do(ctx, time.Time{}, nil, acquire, op)
+}
+
+// do is Do. A caller that has to queue behind a batch waits until
+// deadline at most (none when zero), as if ctx had that deadline with
+// cause: the context for it is made only then, not for every caller (a
+// caller that leads at once never waits here).
+func (g *Group[S]) do(ctx context.Context, deadline time.Time, cause error, acquire Acquire[S], op Op[S]) error {
+	m := &member[S]{op: op}
 	g.mu.Lock()
 	if !g.leading {
 		g.leading = true
 		m.state.Store(stLeading)
 		g.mu.Unlock()
+		// A caller that leads at once is sent nothing on m.ch: handOff
+		// and a batch write to queued members only.
 		return g.lead(ctx, m, acquire)
 	}
+	m.ch = make(chan msg[S], 1)
 	g.queue = append(g.queue, m)
 	g.mu.Unlock()
 
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, cause)
+		defer cancel()
+	}
 	done := ctx.Done()
 	for {
 		select {
@@ -265,8 +282,11 @@ func (g *Group[S]) lead(ctx context.Context, self *member[S], acquire Acquire[S]
 		return err
 	}
 	acquired = true
-	b := &batch[S]{g: g, txn: txn, reply: make(chan answer[S], 1)}
-	b.members = append(b.members, self)
+	b := &batch[S]{g: g, txn: txn}
+	// A batch of the leader alone (every uncontended caller) keeps its
+	// member and outcome in the batch itself, and needs no reply channel
+	// (only other members answer on it).
+	b.members = append(b.one[:0], self)
 	g.mu.Lock()
 	for _, m := range g.queue {
 		if m.state.CompareAndSwap(stQueued, stInBatch) {
@@ -275,6 +295,11 @@ func (g *Group[S]) lead(ctx context.Context, self *member[S], acquire Acquire[S]
 	}
 	g.queue = nil
 	g.mu.Unlock()
-	b.outcome = make([]outcome, len(b.members))
+	if len(b.members) == 1 {
+		b.outcome = b.oneOutcome[:]
+	} else {
+		b.outcome = make([]outcome, len(b.members))
+		b.reply = make(chan answer[S], 1)
+	}
 	return b.run()
 }

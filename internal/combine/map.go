@@ -3,6 +3,7 @@ package combine
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Map holds one Group per key, for as long as some caller uses it: a Group
@@ -25,6 +26,14 @@ type mapEntry[S any] struct {
 
 // Do is Group.Do on the Group of key.
 func (m *Map[K, S]) Do(ctx context.Context, key K, acquire Acquire[S], op Op[S]) error {
+	return m.DoWithin(ctx, key, time.Time{}, nil, acquire, op)
+}
+
+// DoWithin is Do for a caller whose wait behind other callers' batches
+// ends at deadline (none when zero) with cause, as if ctx had that
+// deadline: the context for it is made only if the caller has to wait,
+// not on every call. acquire still gets ctx itself.
+func (m *Map[K, S]) DoWithin(ctx context.Context, key K, deadline time.Time, cause error, acquire Acquire[S], op Op[S]) error {
 	m.mu.Lock()
 	if m.groups == nil {
 		m.groups = make(map[K]*mapEntry[S])
@@ -44,7 +53,7 @@ func (m *Map[K, S]) Do(ctx context.Context, key K, acquire Acquire[S], op Op[S])
 		}
 		m.mu.Unlock()
 	}()
-	return e.g.Do(ctx, acquire, op)
+	return e.g.do(ctx, deadline, cause, acquire, op)
 }
 
 // Len reports how many Groups are in use.

@@ -31,7 +31,7 @@ func Fsync(fd int) error {
 func OpenDirNoSymlinks(dirfd int, path string) (int, error) {
 	var fd int
 	err := retry(func() (err error) {
-		fd, err = unix.Openat2(dirfd, path, &unix.OpenHow{
+		fd, err = openat2(dirfd, path, &unix.OpenHow{
 			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK,
 			Resolve: unix.RESOLVE_NO_SYMLINKS,
 		})

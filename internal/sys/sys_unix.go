@@ -51,7 +51,7 @@ func Open(dirfd int, name string, flag int, perm uint32) (int, error) {
 	}
 	var fd int
 	err := retry(func() (err error) {
-		fd, err = unix.Openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|nonblock, perm)
+		fd, err = openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|nonblock, perm)
 		return err
 	})
 	return fd, err
@@ -118,7 +118,7 @@ func Fstat(fd int) (Stat, error) {
 // Lstat stats name relative to dirfd without following a symlink.
 func Lstat(dirfd int, name string) (Stat, error) {
 	var st unix.Stat_t
-	err := retry(func() error { return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	err := retry(func() error { return fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	return fromUnix(&st), err
 }
 
@@ -187,7 +187,7 @@ func Link(olddir int, oldname string, newdir int, newname string) error {
 
 // Rename is a plain rename that replaces newname.
 func Rename(olddir int, oldname string, newdir int, newname string) error {
-	return retry(func() error { return unix.Renameat(olddir, oldname, newdir, newname) })
+	return retry(func() error { return renameat(olddir, oldname, newdir, newname) })
 }
 
 // ReadDirNames lists the names in the open directory fd (without "." and

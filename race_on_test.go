@@ -1,0 +1,5 @@
+//go:build race
+
+package exactfs
+
+const raceEnabled = true
