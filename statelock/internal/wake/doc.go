@@ -55,7 +55,9 @@
 //     futex wait of at most Policy.SeatPoll, DefaultPoll = 20 ms). The
 //     granter wakes it once GRANTED is stored; Nudge wakes the oldest
 //     WAITING seat after a release the reference way, so that it attempts
-//     at once; Seat.Interrupt, when its context ends. A granter that died
+//     at once; Seat.Interrupt, when its context ends, and, once a wake
+//     brought no grant, when the holder it waits behind exits (WatchExit,
+//     a pidfd the runtime's poller waits on). A granter that died
 //     (Seat.Recover), or a release by an older exactfs or by TypeScript,
 //     costs at most the poll.
 //   - A sticky owner sleeps on the mailbox's bell (BellWait) for the rest
