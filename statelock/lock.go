@@ -142,6 +142,7 @@ func (l *locker) acquire(ctx context.Context, budget time.Duration, once bool) (
 	a := acquisition{l: l, ctx: ctx, budget: budget, once: once, start: time.Now()}
 	a.claimBo.Min, a.claimBo.Max = l.cfg.policy.ClaimRetryMin, l.cfg.policy.ClaimRetryMax
 	defer a.end()
+	wake.Breathe()
 	if ctx.Err() == nil {
 		if h := l.resumeSticky(ctx); h != nil {
 			return a.held(h), nil // the record this process kept (sticky.go)
