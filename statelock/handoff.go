@@ -87,6 +87,18 @@ func (l *locker) cohort() bool {
 // mailbox whose name came to name another file is replaced, the old one
 // closed when its last user is done. At most mailboxMax are mapped at once:
 // beyond that the cohort is off for further locks until some are closed.
+//
+// The name is looked at again (an lstat) when a mapping is used more than
+// mailboxRecheck after its last look, not at every use: a busy lock uses
+// its mailbox twice a cycle (the granter, the next waiter), and those two
+// lstats were a twentieth of a contended cycle's system calls. The look
+// proves nothing a grant relies on: a grant is proved by F.lock's bytes
+// and the waiter's slot lock (SPEC §4.8.2), and the mapping is of a file
+// wake.Open proved ours, which no other uid can write. What a stale
+// mapping can cost is liveness only: after someone removes the mailbox and
+// another process makes a new one, this process seats its waiters in (or
+// serves) the old one for at most mailboxRecheck, while the others' seated
+// waiters see F.lock change at their next poll and attempt.
 var mailboxes struct {
 	sync.Mutex
 	m map[mailboxKey]*mailboxEntry
@@ -99,14 +111,18 @@ type mailboxKey struct {
 }
 
 type mailboxEntry struct {
-	key   mailboxKey
-	mb    *wake.Mailbox
-	refs  int
-	stale bool // replaced in the map: closed when refs reaches 0
-	timer *time.Timer
+	key     mailboxKey
+	mb      *wake.Mailbox
+	refs    int
+	stale   bool // replaced in the map: closed when refs reaches 0
+	timer   *time.Timer
+	checked time.Time // when the name was last seen to name mb
 }
 
-const mailboxMax = 64
+const (
+	mailboxMax     = 64
+	mailboxRecheck = 20 * time.Millisecond
+)
 
 // mailbox returns the mapped mailbox of this lock, opening (and, when
 // create is set, creating) it, and the function that gives it back; nil
@@ -118,6 +134,12 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	}
 	dev, ino := l.dir.Inode()
 	key := mailboxKey{dev, ino, l.lockName}
+	mailboxes.Lock()
+	if e := mailboxes.m[key]; e != nil && time.Since(e.checked) < mailboxRecheck {
+		defer mailboxes.Unlock()
+		return e.mb, e.take(l.cfg.policy.MailboxIdle)
+	}
+	mailboxes.Unlock()
 	fi, err := l.dir.Lstat(name)
 	if err != nil && (!create || !l.ownsDir()) {
 		// Not made in a directory that is not ours (root's one-off in a
@@ -133,6 +155,7 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 		// then stale, as it is when the name is another inode now.
 		if err == nil {
 			if id, ok := fi.Sys().(exactfs.Identity); ok && id.Dev == e.mb.Dev && id.Ino == e.mb.Ino {
+				e.checked = time.Now()
 				return e.mb, e.take(l.cfg.policy.MailboxIdle)
 			}
 		}
@@ -152,7 +175,7 @@ func (l *locker) mailbox(create bool) (*wake.Mailbox, func()) {
 	if mailboxes.m == nil {
 		mailboxes.m = map[mailboxKey]*mailboxEntry{}
 	}
-	e := &mailboxEntry{key: key, mb: mb}
+	e := &mailboxEntry{key: key, mb: mb, checked: time.Now()}
 	mailboxes.m[key] = e
 	mailboxes.n++
 	return mb, e.take(l.cfg.policy.MailboxIdle)

@@ -564,6 +564,13 @@ func TestMailboxRemadeAfterItsFileVanished(t *testing.T) {
 	if err := os.Remove(filepath.Join(filepath.Dir(e.state), name)); err != nil {
 		t.Fatal(err)
 	}
+	// The name is looked at again once the mapping's last look is older
+	// than mailboxRecheck: make it so.
+	mailboxes.Lock()
+	for _, en := range mailboxes.m {
+		en.checked = time.Time{}
+	}
+	mailboxes.Unlock()
 	again, done2 := l.mailbox(true)
 	if again == nil {
 		t.Fatal("no new mailbox after the old one's file was removed")
