@@ -464,17 +464,27 @@ const (
 // is gone or F.lock names another inode (withdrew), or deadline passes or
 // ctx ends (withdrew; a grant that lands meanwhile is taken, and the
 // caller releases it). vouched: the kernel showed a slot lock on F.lock's
-// inode a moment ago (look), so slotLocked need not ask again.
-func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord, handoffOutcome) {
+// inode a moment ago (look), the inode at, so slotLocked need not ask
+// again.
+func (a *acquisition) seatedWait(deadline time.Time, vouched bool, at [2]uint64) (*heldRecord, handoffOutcome) {
 	l := a.l
-	if !l.cohort() || a.once || (!vouched && !l.slotLocked()) {
+	if !l.cohort() || a.once {
 		return nil, notSeated
 	}
+	if !vouched {
+		var ok bool
+		if ok, at = l.slotLocked(); !ok {
+			return nil, notSeated
+		}
+	}
 	// The descriptor this process parked when it last handed F.lock on
-	// (release), if the name still names that inode: every proof below
-	// is made through it exactly as through a fresh open.
+	// (release), if it is on the inode the name named a moment ago (the
+	// look that vouched for a slot lock: no lstat of its own): every
+	// proof below is made through it exactly as through a fresh open, and
+	// the one that matters here, that the name names the inode we read
+	// (stillNames, after the read), is made either way.
 	var err error
-	f := l.takeParked(l.lockName)
+	f := l.takeParkedAt(at)
 	if f == nil {
 		if f, err = l.dir.OpenFile(l.lockName, os.O_RDWR, 0); err != nil {
 			return nil, notSeated
@@ -664,14 +674,15 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool) (*heldRecord,
 // through the process's shared look descriptor, which opens and closes
 // nothing, so no other waiter's watch is woken). A TypeScript holder
 // holds none, and its waiters never open F.lock read-write for nothing.
-func (l *locker) slotLocked() bool {
-	fd, done := l.lookProbe(l.lockName)
+// at is the inode it asked about.
+func (l *locker) slotLocked() (ok bool, at [2]uint64) {
+	fd, at, done := l.lookProbeAt(l.lockName)
 	if fd < 0 {
-		return false
+		return false, at
 	}
 	defer done()
 	held, known := anySlotHeld(fd)
-	return held && known
+	return held && known, at
 }
 
 // readSettled reads F.lock through f twice (fstat and pread each) and
@@ -747,7 +758,7 @@ func (a *acquisition) handoffWait(c *contention) (h *heldRecord, done bool, err 
 	if remaining <= 0 {
 		return nil, false, nil
 	}
-	h, how := a.seatedWait(time.Now().Add(remaining), c.slot && a.attempts == 1)
+	h, how := a.seatedWait(time.Now().Add(remaining), c.slot && a.attempts == 1, c.at)
 	switch how {
 	case granted:
 		if a.ctx.Err() != nil || time.Since(a.start) > a.budget {

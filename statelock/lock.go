@@ -262,7 +262,7 @@ func (l *locker) look() (c *contention, skipped bool) {
 	if !ofdSupported {
 		return nil, false
 	}
-	fd, done := l.lookProbe(l.lockName)
+	fd, at, done := l.lookProbeAt(l.lockName)
 	if fd < 0 {
 		return nil, false
 	}
@@ -271,6 +271,9 @@ func (l *locker) look() (c *contention, skipped bool) {
 	case wake.Holder:
 		c := heldByKernel()
 		c.slot = start >= slotBase // a kernel slot (SPEC §4.8.1): a Go cohort owner's, or a seated waiter's
+		if c.slot {
+			c.at = at
+		}
 		return c, false
 	case wake.Waiter:
 		// The kernel named a waiter; a holder may be there as well.

@@ -111,11 +111,18 @@ const lookMax = 64
 // now, and done, which the caller calls when it no longer uses it (and
 // never closes it itself). fd is -1 when name is not a regular file.
 func (l *locker) lookProbe(name string) (fd exactfs.LockFD, done func()) {
+	fd, _, done = l.lookProbeAt(name)
+	return fd, done
+}
+
+// lookProbeAt is lookProbe, with the inode (device, inode number) name
+// named when it looked.
+func (l *locker) lookProbeAt(name string) (fd exactfs.LockFD, key [2]uint64, done func()) {
 	st, err := l.dir.LstatRaw(name)
 	if err != nil || !st.Mode.IsRegular() {
-		return -1, nil
+		return -1, key, nil
 	}
-	key := [2]uint64{st.Dev, st.Ino}
+	key = [2]uint64{st.Dev, st.Ino}
 	looks.Lock()
 	e := looks.m[key]
 	if e == nil {
@@ -124,10 +131,10 @@ func (l *locker) lookProbe(name string) (fd exactfs.LockFD, done func()) {
 		p := l.openProbe(name)
 		if p.fd < 0 || p.ino != st.Ino {
 			p.close()
-			return -1, nil
+			return -1, key, nil
 		}
 		if full {
-			return exactfs.LockFD(p.fd), p.close
+			return exactfs.LockFD(p.fd), key, p.close
 		}
 		looks.Lock()
 		if e = looks.m[key]; e != nil {
@@ -143,7 +150,7 @@ func (l *locker) lookProbe(name string) (fd exactfs.LockFD, done func()) {
 	e.refs++
 	looks.Unlock()
 	idle := l.cfg.policy.LookIdle
-	return e.fd, func() { e.release(idle) }
+	return e.fd, key, func() { e.release(idle) }
 }
 
 func (e *lookEntry) release(idle time.Duration) {

@@ -107,9 +107,19 @@ func (l *locker) takeParked(name string) *os.File {
 	if !ok {
 		return nil
 	}
+	return l.takeParkedAt([2]uint64{id.Dev, id.Ino})
+}
+
+// takeParkedAt returns a parked descriptor on the inode key (device, inode
+// number), or nil: takeParked, for a caller that has just seen which inode
+// the name names.
+func (l *locker) takeParkedAt(key [2]uint64) *os.File {
+	if key == ([2]uint64{}) {
+		return nil
+	}
 	parked.Lock()
 	defer parked.Unlock()
-	list := parked.m[[2]uint64{id.Dev, id.Ino}]
+	list := parked.m[key]
 	if len(list) == 0 {
 		return nil
 	}

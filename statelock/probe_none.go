@@ -12,7 +12,10 @@ type probeFd struct {
 	ino uint64
 }
 
-func (l *locker) openProbe(string) probeFd                     { return probeFd{fd: -1} }
-func (l *locker) lookProbe(string) (exactfs.LockFD, func())    { return -1, nil }
+func (l *locker) openProbe(string) probeFd                  { return probeFd{fd: -1} }
+func (l *locker) lookProbe(string) (exactfs.LockFD, func()) { return -1, nil }
+func (l *locker) lookProbeAt(string) (exactfs.LockFD, [2]uint64, func()) {
+	return -1, [2]uint64{}, nil
+}
 func (p probeFd) close()                                       {}
 func (l *locker) probeLocks(string, func(exactfs.LockFD)) bool { return false }

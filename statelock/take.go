@@ -20,8 +20,10 @@ type contention struct {
 	since time.Time
 	// slot: the kernel showed a slot lock (SPEC §4.8.1) on F.lock's inode
 	// as this contention was found (look), which is all slotLocked would
-	// ask again before a waiter seats itself.
+	// ask again before a waiter seats itself; at is that inode (device,
+	// inode number), whose parked descriptor the waiter then takes.
 	slot bool
+	at   [2]uint64
 	// seen is the live record a full attempt found at F.lock, and when it
 	// was read, for the next peek (peekUnchanged); nil otherwise.
 	seen *seenRecord
