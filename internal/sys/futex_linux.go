@@ -39,6 +39,26 @@ func FutexWait(addr *uint32, val uint32, d time.Duration) error {
 	return e
 }
 
+// FutexWaitTimed is FutexWait that also tells how the sleep ended:
+// ranOut is true when it ended without a wake or a change of the word
+// (its d passed, or a signal interrupted it), false when a FutexWake woke
+// it or *addr was not val.
+func FutexWaitTimed(addr *uint32, val uint32, d time.Duration) (ranOut bool, err error) {
+	if d <= 0 {
+		return true, nil
+	}
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWait, uintptr(val),
+		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	switch e {
+	case 0, unix.EAGAIN:
+		return false, nil
+	case unix.ETIMEDOUT, unix.EINTR:
+		return true, nil
+	}
+	return false, e
+}
+
 // FutexWake wakes up to n processes sleeping in FutexWait on addr.
 func FutexWake(addr *uint32, n int) error {
 	_, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(n), 0, 0, 0)

@@ -7,6 +7,11 @@ import "time"
 // FutexWait: there are no futexes here (the Go cohort's mailbox is Linux's).
 func FutexWait(addr *uint32, val uint32, d time.Duration) error { return ErrUnsupported }
 
+// FutexWaitTimed: there are no futexes here.
+func FutexWaitTimed(addr *uint32, val uint32, d time.Duration) (bool, error) {
+	return false, ErrUnsupported
+}
+
 // FutexWake: there are no futexes here.
 func FutexWake(addr *uint32, n int) error { return ErrUnsupported }
 

@@ -156,6 +156,8 @@ type Seat struct {
 	i    int
 	rec  []byte
 	last uint32 // the word as this waiter last saw it
+	// intr is set by Interrupt: the next or current Sleep returns at once.
+	intr atomic.Bool
 }
 
 // ErrNoSeat: every seat is taken, or the record does not fit in one.
@@ -228,13 +230,18 @@ func (s *Seat) Sleep(d time.Duration) {
 		s.last = cur
 		return
 	}
-	sys.FutexWait(w, cur, d)
+	sleepOn(w, cur, d, &s.intr)
+	s.intr.Store(false)
 	s.last = atomic.LoadUint32(w)
 }
 
 // Interrupt wakes the waiter sleeping on this seat (its word unchanged):
-// its context ended, and it should look at once.
-func (s *Seat) Interrupt() { sys.FutexWake(s.m.wordAt(s.i), 1<<30) }
+// its context ended, and it should look at once. One that is not asleep
+// yet does not sleep at its next Sleep.
+func (s *Seat) Interrupt() {
+	s.intr.Store(true)
+	sys.FutexWake(s.m.wordAt(s.i), 1<<30)
+}
 
 // Recover puts a seat that is GRANTING under a granter that is gone (no
 // process holds its grant byte) back to WAITING, and reports whether it
@@ -443,5 +450,5 @@ func (m *Mailbox) BellWait(seen uint32, d time.Duration) {
 	if atomic.LoadUint32(m.bell()) != seen {
 		return
 	}
-	sys.FutexWait(m.bell(), seen, d)
+	sleepOn(m.bell(), seen, d, nil)
 }

@@ -1,0 +1,103 @@
+//go:build !exactfs_portable
+
+package wake
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/exactfs/exactfs/internal/sys"
+)
+
+// sleepOn sleeps its whole time in pieces, passing through the scheduler
+// between them, and is not cut short by a piece's end.
+func TestSleepOnSleepsWholeInPieces(t *testing.T) {
+	yields := 0
+	defer func(y func()) { yield = y }(yield)
+	yield = func() { yields++ }
+	breathed.Store(0)
+	var w uint32 = 7
+	d := 3*sleepPiece + time.Millisecond
+	start := time.Now()
+	sleepOn(&w, 7, d, nil)
+	if got := time.Since(start); got < d {
+		t.Fatalf("slept %v of %v", got, d)
+	}
+	// One yield per piece's end, each more than breatheEvery after the
+	// last.
+	if yields < 3 {
+		t.Fatalf("%d yields between 4 pieces, want 3", yields)
+	}
+}
+
+// A wake in a later piece ends the sleep: it is not lost between pieces.
+func TestSleepOnWokenInLaterPiece(t *testing.T) {
+	var w uint32 = 1
+	done := make(chan struct{})
+	go func() {
+		sleepOn(&w, 1, time.Hour, nil)
+		close(done)
+	}()
+	time.Sleep(2*sleepPiece + sleepPiece/2)
+	select {
+	case <-done:
+		t.Fatal("the sleep ended with nothing to end it")
+	default:
+	}
+	sys.FutexWake(&w, 1<<30)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a futex wake in the third piece did not end the sleep")
+	}
+}
+
+// A changed word ends the sleep at the next piece at the latest (a change
+// without a wake), and stop ends it before it starts.
+func TestSleepOnChangedWordAndStop(t *testing.T) {
+	var w uint32 = 1
+	done := make(chan struct{})
+	go func() {
+		sleepOn(&w, 1, time.Hour, nil)
+		close(done)
+	}()
+	time.Sleep(sleepPiece / 2)
+	atomic.StoreUint32(&w, 2)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a changed word did not end the sleep")
+	}
+	var stop atomic.Bool
+	stop.Store(true)
+	start := time.Now()
+	sleepOn(&w, 2, 40*time.Second, &stop)
+	if got := time.Since(start); got > 30*time.Second {
+		t.Fatalf("a stopped sleep slept %v", got)
+	}
+}
+
+// Interrupt before Sleep: the Sleep returns at once, and the next one
+// sleeps again.
+func TestSeatInterruptBeforeSleep(t *testing.T) {
+	d, _ := openDir(t)
+	m := mustOpen(t, d)
+	s, err := m.Take([]byte(`{"pid":1}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Leave()
+	s.Sleep(0) // the word moved at Take: the first Sleep only notes it
+	s.Interrupt()
+	start := time.Now()
+	s.Sleep(40 * time.Second)
+	if got := time.Since(start); got > 30*time.Second {
+		t.Fatalf("an interrupted seat slept %v", got)
+	}
+	start = time.Now()
+	s.Sleep(2 * sleepPiece)
+	if got := time.Since(start); got < 2*sleepPiece {
+		t.Fatalf("the interrupt was not spent: the next sleep took %v of %v", got, 2*sleepPiece)
+	}
+}
