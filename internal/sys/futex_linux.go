@@ -21,29 +21,12 @@ const (
 )
 
 // FutexWait sleeps while *addr == val, for at most d (d <= 0: returns at
-// once). It returns nil when woken or when *addr was not val, and also on
-// a timeout or an interruption: the caller looks at the word again in
-// every case, so the reason does not matter. An error is returned only
-// when the kernel refused the call (ENOSYS, EFAULT, EINVAL).
-func FutexWait(addr *uint32, val uint32, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	ts := unix.NsecToTimespec(int64(d))
-	_, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
-	switch e {
-	case 0, unix.EAGAIN, unix.ETIMEDOUT, unix.EINTR:
-		return nil
-	}
-	return e
-}
-
-// FutexWaitTimed is FutexWait that also tells how the sleep ended:
-// ranOut is true when it ended without a wake or a change of the word
-// (its d passed, or a signal interrupted it), false when a FutexWake woke
-// it or *addr was not val.
-func FutexWaitTimed(addr *uint32, val uint32, d time.Duration) (ranOut bool, err error) {
+// once), and tells how the sleep ended: ranOut is true when it ended
+// without a wake or a change of the word (its d passed, or a signal
+// interrupted it), false when a FutexWake woke it or *addr was not val.
+// An error is returned only when the kernel refused the call (ENOSYS,
+// EFAULT, EINVAL).
+func FutexWait(addr *uint32, val uint32, d time.Duration) (ranOut bool, err error) {
 	if d <= 0 {
 		return true, nil
 	}

@@ -5,10 +5,7 @@ package sys
 import "time"
 
 // FutexWait: there are no futexes here (the Go cohort's mailbox is Linux's).
-func FutexWait(addr *uint32, val uint32, d time.Duration) error { return ErrUnsupported }
-
-// FutexWaitTimed: there are no futexes here.
-func FutexWaitTimed(addr *uint32, val uint32, d time.Duration) (bool, error) {
+func FutexWait(addr *uint32, val uint32, d time.Duration) (bool, error) {
 	return false, ErrUnsupported
 }
 

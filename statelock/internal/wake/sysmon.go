@@ -61,7 +61,7 @@ var (
 func sleepOn(w *uint32, cur uint32, d time.Duration, stop *atomic.Bool) {
 	end := time.Now().Add(d)
 	for d > 0 && (stop == nil || !stop.Load()) {
-		ranOut, err := sys.FutexWaitTimed(w, cur, min(d, sleepPiece))
+		ranOut, err := sys.FutexWait(w, cur, min(d, sleepPiece))
 		if err != nil || !ranOut || atomic.LoadUint32(w) != cur {
 			return
 		}
