@@ -10,6 +10,13 @@ import (
 	"github.com/exactfs/exactfs/internal/sys"
 )
 
+// piecesUpToForTest makes every sleep of the test one of pieces.
+func piecesUpToForTest(t *testing.T) {
+	was := piecesUpTo
+	t.Cleanup(func() { piecesUpTo = was })
+	piecesUpTo = time.Hour
+}
+
 // sleepOn sleeps its whole time in pieces, passing through the scheduler
 // between them, and is not cut short by a piece's end.
 func TestSleepOnSleepsWholeInPieces(t *testing.T) {
@@ -37,6 +44,7 @@ func TestSleepOnSleepsWholeInPieces(t *testing.T) {
 // Interrupt sets the stop flag instead), so a wake that falls between two
 // pieces is not lost either (the next piece's wait sees the change).
 func TestSleepOnWokenInLaterPiece(t *testing.T) {
+	piecesUpToForTest(t)
 	var w uint32 = 1
 	done := make(chan struct{})
 	go func() {
@@ -61,6 +69,7 @@ func TestSleepOnWokenInLaterPiece(t *testing.T) {
 // A changed word ends the sleep at the next piece at the latest (a change
 // without a wake), and stop ends it before it starts.
 func TestSleepOnChangedWordAndStop(t *testing.T) {
+	piecesUpToForTest(t)
 	var w uint32 = 1
 	done := make(chan struct{})
 	go func() {
@@ -80,6 +89,24 @@ func TestSleepOnChangedWordAndStop(t *testing.T) {
 	sleepOn(&w, 2, 40*time.Second, &stop)
 	if got := time.Since(start); got > 30*time.Second {
 		t.Fatalf("a stopped sleep slept %v", got)
+	}
+}
+
+// A sleep longer than piecesUpTo is one futex wait: no yield in it.
+func TestSleepOnLongIsOneWait(t *testing.T) {
+	yields := 0
+	defer func(y func()) { yield = y }(yield)
+	yield = func() { yields++ }
+	breathed.Store(0)
+	var w uint32 = 3
+	d := piecesUpTo + 2*sleepPiece
+	start := time.Now()
+	sleepOn(&w, 3, d, nil)
+	if got := time.Since(start); got < d {
+		t.Fatalf("slept %v of %v", got, d)
+	}
+	if yields != 0 {
+		t.Fatalf("%d yields in a sleep of %v, longer than piecesUpTo (%v)", yields, d, piecesUpTo)
 	}
 }
 
