@@ -53,7 +53,8 @@
 // Every sleep is bounded, so a lost wake costs one poll, never the lock:
 //   - A seated Go waiter sleeps on its seat's state word (Seat.Sleep, a
 //     futex wait of at most Policy.SeatPoll, DefaultPoll = 20 ms, made in
-//     pieces of at most 5 ms: sleepOn, for the Go runtime's monitor). The
+//     pieces of at most 5 ms when that short: sleepOn, for the Go
+//     runtime's monitor). The
 //     granter wakes it once GRANTED is stored; Nudge wakes the oldest
 //     WAITING seat after a release the reference way, so that it attempts
 //     at once; Seat.Interrupt, when its context ends, and, once a wake
