@@ -18,8 +18,8 @@ import (
 // then finds the P in a system call on the same tick 10 ms later, takes
 // it from the thread and hands it off, and, having done something, drops
 // its own sleep back to 20 µs and climbs again: each of the looping
-// processes' monitors woke about 3,000 times a second for nothing
-// (nanosleep in the bench's system call counts, 2.6 per contended
+// processes' monitors woke 2,000 to 3,000 times a second for nothing
+// (nanosleep in the bench's system call counts, 1.6 to 2.6 per contended
 // increment on tmpfs), and the thread whose P was taken went the slow way
 // out of its next system call. One yield a few milliseconds resets the
 // tick, and the monitor sleeps its 10 ms.
