@@ -9,8 +9,9 @@ import (
 // WatchExit calls wake once the process pid exits, where that process is
 // the one whose pidfd inode is ino (a Go cohort record's pidfd_ino), and
 // returns the function that ends the watch (after it returns, wake is
-// not running and will not be called); ok says a watch was set up. A seated waiter uses it to
-// be woken when the holder it waits behind dies: the holder's death makes
+// not running and will not be called); ok says a watch was set up. A
+// seated waiter uses it to be woken when the holder it waits behind
+// dies: the holder's death makes
 // no other event, and its poll may have grown to BackoffMax while F.lock
 // stayed as it was. Like the watch of F.lock it is a hint: the waiter
 // decides nothing on it (it looks, and judges the holder by its slot

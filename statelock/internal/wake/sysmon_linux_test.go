@@ -17,13 +17,32 @@ func piecesUpToForTest(t *testing.T) {
 	piecesUpTo = time.Hour
 }
 
+// sleepingOn runs sleepOn(w, cur, an hour) in a goroutine and returns the
+// channel closed when it returns.
+func sleepingOn(w *uint32, cur uint32) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		sleepOn(w, cur, time.Hour, nil)
+		close(done)
+	}()
+	return done
+}
+
+// ended fails the test unless done is closed within 30 s (a sleep of an
+// hour that something should have ended).
+func ended(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal(what + " did not end the sleep")
+	}
+}
+
 // sleepOn sleeps its whole time in pieces, passing through the scheduler
 // between them, and is not cut short by a piece's end.
 func TestSleepOnSleepsWholeInPieces(t *testing.T) {
-	yields := 0
-	defer func(y func()) { yield = y }(yield)
-	yield = func() { yields++ }
-	breathed.Store(0)
+	yields := countYields(t)
 	var w uint32 = 7
 	d := 3*sleepPiece + time.Millisecond
 	start := time.Now()
@@ -34,7 +53,7 @@ func TestSleepOnSleepsWholeInPieces(t *testing.T) {
 	// The first piece ends before the sleep does, and the first Breathe
 	// since the reset yields (later ones may not, on a machine slow enough
 	// to put less than breatheEvery between two piece ends).
-	if yields < 1 {
+	if *yields < 1 {
 		t.Fatal("no yield between the pieces of a sleep of 4 pieces")
 	}
 }
@@ -46,11 +65,7 @@ func TestSleepOnSleepsWholeInPieces(t *testing.T) {
 func TestSleepOnWokenInLaterPiece(t *testing.T) {
 	piecesUpToForTest(t)
 	var w uint32 = 1
-	done := make(chan struct{})
-	go func() {
-		sleepOn(&w, 1, time.Hour, nil)
-		close(done)
-	}()
+	done := sleepingOn(&w, 1)
 	time.Sleep(2*sleepPiece + sleepPiece/2)
 	select {
 	case <-done:
@@ -59,11 +74,7 @@ func TestSleepOnWokenInLaterPiece(t *testing.T) {
 	}
 	atomic.StoreUint32(&w, 2)
 	sys.FutexWake(&w, 1<<30)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("a change and a futex wake in the third piece did not end the sleep")
-	}
+	ended(t, done, "a change and a futex wake in the third piece")
 }
 
 // A changed word ends the sleep at the next piece at the latest (a change
@@ -71,18 +82,10 @@ func TestSleepOnWokenInLaterPiece(t *testing.T) {
 func TestSleepOnChangedWordAndStop(t *testing.T) {
 	piecesUpToForTest(t)
 	var w uint32 = 1
-	done := make(chan struct{})
-	go func() {
-		sleepOn(&w, 1, time.Hour, nil)
-		close(done)
-	}()
+	done := sleepingOn(&w, 1)
 	time.Sleep(sleepPiece / 2)
 	atomic.StoreUint32(&w, 2)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("a changed word did not end the sleep")
-	}
+	ended(t, done, "a changed word")
 	var stop atomic.Bool
 	stop.Store(true)
 	start := time.Now()
@@ -94,10 +97,7 @@ func TestSleepOnChangedWordAndStop(t *testing.T) {
 
 // A sleep longer than piecesUpTo is one futex wait: no yield in it.
 func TestSleepOnLongIsOneWait(t *testing.T) {
-	yields := 0
-	defer func(y func()) { yield = y }(yield)
-	yield = func() { yields++ }
-	breathed.Store(0)
+	yields := countYields(t)
 	var w uint32 = 3
 	d := piecesUpTo + 2*sleepPiece
 	start := time.Now()
@@ -105,8 +105,8 @@ func TestSleepOnLongIsOneWait(t *testing.T) {
 	if got := time.Since(start); got < d {
 		t.Fatalf("slept %v of %v", got, d)
 	}
-	if yields != 0 {
-		t.Fatalf("%d yields in a sleep of %v, longer than piecesUpTo (%v)", yields, d, piecesUpTo)
+	if *yields != 0 {
+		t.Fatalf("%d yields in a sleep of %v, longer than piecesUpTo (%v)", *yields, d, piecesUpTo)
 	}
 }
 
