@@ -4,6 +4,7 @@ package sys
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,13 +51,7 @@ func TestStackNamesAnswerAsXSys(t *testing.T) {
 			t.Errorf("Open(len %d) = %v; x/sys: %v", len(name), gerr, werr)
 		}
 		if gerr == nil {
-			a, _ := Fstat(fd)
-			b, _ := Fstat(wfd)
-			if a.Ino != b.Ino {
-				t.Errorf("Open(len %d) opened inode %d, x/sys %d", len(name), a.Ino, b.Ino)
-			}
-			unix.Close(fd)
-			unix.Close(wfd)
+			sameOpened(t, fmt.Sprintf("Open(len %d)", len(name)), fd, wfd)
 		}
 	}
 	if _, err := Lstat(dfd, "absent"); !errors.Is(err, fs.ErrNotExist) || err != unix.ENOENT {
@@ -100,13 +95,7 @@ func TestStackNamesAnswerAsXSys(t *testing.T) {
 			t.Errorf("OpenDirNoSymlinks(len %d) = %v; x/sys: %v", len(p), gerr, werr)
 		}
 		if gerr == nil {
-			a, _ := Fstat(fd)
-			b, _ := Fstat(wfd)
-			if a.Ino != b.Ino {
-				t.Errorf("OpenDirNoSymlinks(len %d) opened inode %d, x/sys %d", len(p), a.Ino, b.Ino)
-			}
-			unix.Close(fd)
-			unix.Close(wfd)
+			sameOpened(t, fmt.Sprintf("OpenDirNoSymlinks(len %d)", len(p)), fd, wfd)
 		}
 	}
 }
@@ -117,4 +106,17 @@ func sameErrno(a, b error) bool {
 	}
 	var ea, eb unix.Errno
 	return errors.As(a, &ea) && errors.As(b, &eb) && ea == eb
+}
+
+// sameOpened checks that fd (ours) and wfd (x/sys's) are open on one
+// inode, and closes both.
+func sameOpened(t *testing.T, what string, fd, wfd int) {
+	t.Helper()
+	a, _ := Fstat(fd)
+	b, _ := Fstat(wfd)
+	if a.Ino != b.Ino {
+		t.Errorf("%s opened inode %d, x/sys %d", what, a.Ino, b.Ino)
+	}
+	unix.Close(fd)
+	unix.Close(wfd)
 }
