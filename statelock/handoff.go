@@ -239,7 +239,8 @@ func (e *mailboxEntry) close() {
 // leave the tombstone (never keep F.lock, sticky.go), or the yield gives
 // the reference contender nothing (the model's BugYieldThenKeep).
 // On true our record is gone from F.lock and our slot lock dropped; the
-// caller closes r.f. err: the hand-off was made, but F.lock names another
+// caller closes or parks r.f (nil when the slot unlock failed: it was
+// closed here). err: the hand-off was made, but F.lock names another
 // inode for good, so what we handed over was not the lock (someone
 // replaced our record while we held it): reported as the reference
 // release reports it.
@@ -293,7 +294,15 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 		}
 		hook.Fire(hook.LockHandoffAfterPwrite, l.lockPath)
 		named := l.namesAgain(r.id)
-		slotUnlock(r.f, r.rec.OfdSlot)
+		if slotUnlock(r.f, r.rec.OfdSlot) != nil {
+			// Our slot lock may still be on the inode, attesting the
+			// waiter's record (it carries the waiter's slot, not ours) and
+			// nothing else, but it must not outlive our ownership in a
+			// parked descriptor: closing drops every lock the descriptor
+			// holds, for certain. The caller parks nothing (r.f is nil).
+			r.f.Close()
+			r.f = nil
+		}
 		g.Done()
 		if !named {
 			return true, false, fmt.Errorf("%w after the hand-off: %s names another record, or none", errRecordChanged, l.lockPath)

@@ -233,6 +233,64 @@ func TestHandoffTransientDetach(t *testing.T) {
 	}
 }
 
+// TestHandoffSlotUnlockRefusedClosesDescriptor: when the kernel refuses
+// the granter's unlock of its slot after a hand-off, the descriptor that
+// still holds that lock is closed, not parked: once the grantee (this
+// process too, so the same slot) has released, no lock is left on our
+// slot's byte of F.lock. Parked, the descriptor kept the lock for its
+// idle time (a second), and with it a live-looking slot for any record
+// naming it.
+func TestHandoffSlotUnlockRefusedClosesDescriptor(t *testing.T) {
+	slot := requireSlot(t)
+	e := newEnv(t)
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) { p.Sticky = false }))
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := countHook(t, hook.LockHandoffAccepted)
+	got := make(chan error, 1)
+	var w *Held
+	go func() {
+		var err error
+		w, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+		got <- err
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	restore := hook.Set(hook.LockSlotUnlockRefused, func(string) {})
+	err = h.Unlock()
+	restore()
+	if err != nil {
+		t.Fatalf("the release failed: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if accepted.Load() != 1 {
+		t.Fatalf("the waiter accepted %d grants, want 1 (the test did not reach the unlock)", accepted.Load())
+	}
+	if err := w.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(e.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if held, known := slotHeld(f.Fd(), slot); held || !known {
+		t.Fatalf("after both releases our slot's byte is still locked (held %v, known %v): "+
+			"the granter's descriptor kept it", held, known)
+	}
+	if r, err := ParseRecord(mustRead(t, e.lock)); err != nil || !r.Released {
+		t.Fatalf("F.lock after the releases: %q (%v), want a tombstone", mustRead(t, e.lock), err)
+	}
+}
+
 // TestHandoffUntrustedMailbox: a mailbox of the wrong mode, with two
 // links, of the wrong size, or owned by another uid is never written, and
 // the lock still works (two goroutines' contended cycles, no hand-off).

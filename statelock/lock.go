@@ -362,7 +362,9 @@ func (l *locker) release(ctx context.Context, r *heldRecord, away bool) (attempt
 		// and a close of an *os.File: four system calls of a contended
 		// cycle). Nobody waits for this close: the lock was handed over,
 		// not freed, and the grantee's release wakes the queue.
-		park([2]uint64{r.id.Dev, r.id.Ino}, r.f, l.cfg.policy.ParkIdle)
+		if r.f != nil {
+			park([2]uint64{r.id.Dev, r.id.Ino}, r.f, l.cfg.policy.ParkIdle)
+		}
 		return 1, err
 	}
 	once := false

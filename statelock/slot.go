@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/exactfs/exactfs"
+	"github.com/exactfs/exactfs/internal/hook"
 )
 
 // The layout of a record's OFD lock space (the holder's range, the kernel
@@ -76,7 +77,12 @@ func slotLock(fd uintptr, n uint64) error {
 }
 
 // slotUnlock drops our lock on the byte of slot n of the inode f is open on.
-func slotUnlock(f *os.File, n uint64) { exactfs.UnlockRange(f, slotBase+int64(n), 1) }
+func slotUnlock(f *os.File, n uint64) error {
+	if hook.IsSet(hook.LockSlotUnlockRefused) {
+		return errors.New("the slot unlock was refused (test hook)")
+	}
+	return exactfs.UnlockRange(f, slotBase+int64(n), 1)
+}
 
 // slotHeld asks the kernel whether another open file description holds a
 // lock on the byte of slot n of the inode fd is open on.

@@ -464,7 +464,9 @@ func (e *stickyEntry) letGo(once bool) (busy bool) {
 	e.mu.Unlock()
 	hook.Fire(hook.LockStickyLetGo, l.lockPath)
 	if handed, _, err := l.handoff(r); handed {
-		r.f.Close()
+		if r.f != nil {
+			r.f.Close()
+		}
 		if err != nil {
 			stickyReport(fmt.Sprintf("exactfs: handing on the lock %s this process kept: %v", l.lockPath, err))
 		}

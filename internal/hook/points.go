@@ -214,6 +214,11 @@ const (
 	// LockHandoffAfterPwrite fires after that pwrite, before the check
 	// that F.lock still names the inode (§4.8.2d).
 	LockHandoffAfterPwrite = "statelock.handoff-after-pwrite"
+	// LockSlotUnlockRefused, when set, makes the granter's unlock of its
+	// slot after a hand-off fail with the lock left in place (the kernel
+	// refused it), so tests can prove that the descriptor is then closed,
+	// not kept with our slot lock on it.
+	LockSlotUnlockRefused = "statelock.slot-unlock-refused"
 	// LockHandoffNameLost fires each time that check finds F.lock naming
 	// no inode or another one, before it looks again.
 	LockHandoffNameLost = "statelock.handoff-name-lost"
