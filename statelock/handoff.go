@@ -238,13 +238,15 @@ func (e *mailboxEntry) close() {
 // Go takers are now held off the tombstone for its turn; that release must
 // leave the tombstone (never keep F.lock, sticky.go), or the yield gives
 // the reference contender nothing (the model's BugYieldThenKeep).
+// promise, when not nil, is filled when the grant promises the caller's
+// directory fsync (readsync.go).
 // On true our record is gone from F.lock and our slot lock dropped; the
 // caller closes or parks r.f (nil when the slot unlock failed: it was
 // closed here). err: the hand-off was made, but F.lock names another
 // inode for good, so what we handed over was not the lock (someone
 // replaced our record while we held it): reported as the reference
 // release reports it.
-func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
+func (l *locker) handoff(r *heldRecord, promise *granterPromise) (handed, yielded bool, err error) {
 	if !l.cohort() || r.rec == nil || r.rec.OfdSlot == 0 {
 		return false, false, nil
 	}
@@ -253,7 +255,11 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 	if mb == nil {
 		return false, false, nil
 	}
-	defer done()
+	defer func() {
+		if done != nil {
+			done()
+		}
+	}()
 	if mb.Waiting() > 0 && wake.Now()-mb.LastYield() > int64(l.cfg.policy.YieldEvery) && l.referencePolling() {
 		// A reference contender is polling: hand-offs would pass F.lock
 		// from Go owner to Go owner for as long as Go waiters queue and
@@ -302,6 +308,15 @@ func (l *locker) handoff(r *heldRecord) (handed, yielded bool, err error) {
 			// holds, for certain. The caller parks nothing (r.f is nil).
 			r.f.Close()
 			r.f = nil
+		}
+		if promise != nil {
+			// Our directory fsync comes after this release (an Update
+			// released early): the grant promises it, and the mailbox
+			// stays mapped for us until we mark it done (keepPromise).
+			*promise = granterPromise{tag: g.Promise(), mb: mb, done: done}
+			done = nil
+		} else {
+			g.NoPromise()
 		}
 		g.Done()
 		if !named {
@@ -617,6 +632,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool, at [2]uint64)
 		if err == nil && ours(got, b) {
 			if l.namedPatiently(gid) {
 				hook.Fire(hook.LockHandoffAccepted, l.lockPath)
+				l.granted = syncPromise{tag: seat.Promised(), mb: mb}
 				seat.Leave()
 				return &heldRecord{name: l.lockName, f: f, id: gid, data: got, rec: me}, granted
 			}
@@ -658,6 +674,7 @@ func (a *acquisition) seatedWait(deadline time.Time, vouched bool, at [2]uint64)
 				// (a granter that died after its pwrite, whose seat we
 				// put back to WAITING) is in F.lock now: look once more.
 				if got, gid, err := l.readSettled(f); err == nil && ours(got, b) && l.namedPatiently(gid) {
+					l.granted = syncPromise{tag: seat.Promised(), mb: mb}
 					seat.Leave()
 					return &heldRecord{name: l.lockName, f: f, id: gid, data: got, rec: me}, granted
 				}
@@ -774,7 +791,7 @@ func (a *acquisition) handoffWait(c *contention) (h *heldRecord, done bool, err 
 			// The grant landed as the wait ended: it is ours, released
 			// the proper way (which may hand it on), and the caller is
 			// told the wait's outcome.
-			a.l.release(context.Background(), h, true)
+			a.l.release(context.Background(), h, true, nil)
 			return nil, true, a.fail(timeoutReason(c), c, a.ctx.Err())
 		}
 		return h, true, nil

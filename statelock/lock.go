@@ -83,8 +83,14 @@ func (h *Held) readable() (*Held, error) {
 }
 
 // readDurable is the fsync of readable, for a holder that keeps the lock
-// (Update's paths that write nothing).
+// (Update's paths that write nothing). When the lock was handed to us by
+// an Update that released before its directory fsync and promised it,
+// waiting for that fsync is enough (readsync.go).
 func (h *Held) readDurable() error {
+	if h.l.grantersSync() {
+		return nil
+	}
+	hook.Fire(hook.LockReadersRuleSync, h.l.lockPath)
 	if err := h.l.dir.Sync(); err != nil {
 		return fmt.Errorf("%s: the state file's last replacement could not be made durable before it is read under the lock "+
 			"(a power cut could still undo what it holds): %w", h.l.lockPath, err)
@@ -324,7 +330,8 @@ func (h *Held) UnlockContext(ctx context.Context) error { return h.unlock(ctx, f
 
 // unlock is Unlock. early is Update's early release: the write is still
 // using the locker's directory descriptor, so it is left open (the caller
-// closes it, h.l.close, once the write is done). away: this process is not
+// closes it, h.l.close, once the write is done), and a grant it makes
+// promises the directory fsync to come (h.l.promised, readsync.go). away: this process is not
 // about to lock again, so a queued waiter is woken at once (parkRecord).
 func (h *Held) unlock(ctx context.Context, early, away bool) error {
 	h.mu.Lock()
@@ -338,7 +345,11 @@ func (h *Held) unlock(ctx context.Context, early, away bool) error {
 		defer h.l.close()
 	}
 	start := time.Now()
-	attempts, err := h.l.release(ctx, h.rec, away)
+	var promise *granterPromise
+	if early {
+		promise = &h.l.promised // the directory fsync comes after this release
+	}
+	attempts, err := h.l.release(ctx, h.rec, away, promise)
 	if err != nil {
 		return lockError(h.l.lockPath, ReasonReleaseFailed, attempts, time.Since(start), "", err)
 	}
@@ -350,8 +361,8 @@ func (h *Held) unlock(ctx context.Context, early, away bool) error {
 // rewrites the record. The record's descriptor is closed or parked
 // (parkRecord) after the claim is given back, so waiters woken by its close
 // find the claim free; away: see parkRecord.
-func (l *locker) release(ctx context.Context, r *heldRecord, away bool) (attempts int, err error) {
-	handed, yielded, err := l.handoff(r)
+func (l *locker) release(ctx context.Context, r *heldRecord, away bool, promise *granterPromise) (attempts int, err error) {
+	handed, yielded, err := l.handoff(r, promise)
 	if handed {
 		l.handedOn() // a release, for this process's re-lock test (sticky.go)
 		// F.lock is the waiter's now (handoff.go); our descriptor holds

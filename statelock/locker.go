@@ -37,6 +37,11 @@ type locker struct {
 	// mailbox (handoff), so a sticky watcher that has none mapped is
 	// told to look for it (keep, linger.go).
 	mailboxSeen bool
+	// The readers' rule through the mailbox (readsync.go): promised is
+	// the promise this call's early release made in its grant, granted
+	// the one the grant this call received carried.
+	promised granterPromise
+	granted  syncPromise
 	// replayDue: the claim was made with mkdir, or its sidecar was not a
 	// tombstone: the previous claim may have been crashed and reclaimed,
 	// and its reclaimer killed after detaching it (replayDetached).

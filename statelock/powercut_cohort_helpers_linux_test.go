@@ -64,7 +64,9 @@ func powerCutLine(s string) {
 	os.Stdout.WriteString(s + "\n")
 }
 
-// powerCutCommon reports every hand-off this process accepts, and, with
+// powerCutCommon reports every hand-off this process accepts ("h") and
+// every readers' rule kept by the granter's promised fsync instead of one
+// of its own ("p", readsync.go), and, with
 // STATELOCK_SLOW_SYNC_MS=k, sleeps up to k ms (in half of the writes) at
 // hook.Committed: after the rename and the early release, before the
 // directory fsync. That is a slow disk's fsync, and it is the window the
@@ -72,6 +74,7 @@ func powerCutLine(s string) {
 // directly) already sees bytes that a cut would still erase.
 func powerCutCommon(state string) {
 	hook.Set(hook.LockHandoffAccepted, func(string) { powerCutLine("h") })
+	hook.Set(hook.LockReadersRulePromise, func(string) { powerCutLine("p") })
 	if k := envInt("STATELOCK_SLOW_SYNC_MS", 0); k > 0 {
 		hook.Set(hook.Committed, func(p string) {
 			if filepath.Base(p) == filepath.Base(state) && rand.IntN(2) == 0 {

@@ -42,7 +42,9 @@ import (
 //     ts-seed increment), on whatever the cut left in F.lock, and then by
 //     Go (an Update) on what it left;
 //   - hand-offs happened before the cut (else this proves nothing about
-//     the cohort).
+//     the cohort), and, over the test, readers relied on the promised
+//     fsync of an Update that handed them the lock (readsync.go) instead
+//     of one of their own (else the second check proves nothing of it).
 //
 // Only reports the test had consumed before it cut count: after the cut,
 // xfs answers a directory fsync with 0 (TestEarlyReleaseFsyncErrorIsUnknownOutcome),
@@ -65,15 +67,18 @@ func TestPowerCutCohort(t *testing.T) {
 			if err := powerCutOnce(state, config); err != nil {
 				t.Fatalf("the first Update: %v", err)
 			}
+			promised := 0
 			for round := range rounds {
 				after := 30 + rng.IntN(400)
 				onReader := round%2 == 1
 				r := powerCutRound(t, mnt, state, config, after, onReader)
 				remountWhenUnused(t, mnt)
 				got := readCounter(t, state)
-				t.Logf("round %d: cut after %d reports (at a reader's: %v): %d acknowledged (highest %d), %d read (highest %d), %d hand-offs (%d to readers); "+
-					"reported after the cut: highest ack %d, highest read %d; after the remount %d",
-					round+1, r.reports, onReader, r.acks, r.highAck, r.reads, r.highRead, r.handoffs, r.readerHandoffs, r.lateAck, r.lateRead, got)
+				t.Logf("round %d: cut after %d reports (at a reader's: %v): %d acknowledged (highest %d), %d read (highest %d), %d hand-offs (%d to readers, "+
+					"%d of whose reads rested on the granter's promised fsync); reported after the cut: highest ack %d, highest read %d; after the remount %d",
+					round+1, r.reports, onReader, r.acks, r.highAck, r.reads, r.highRead, r.handoffs, r.readerHandoffs, r.promised,
+					r.lateAck, r.lateRead, got)
+				promised += r.promised
 				if r.acks == 0 || r.reads == 0 {
 					t.Fatalf("before the cut %d updates were acknowledged and %d reads reported: nothing to check", r.acks, r.reads)
 				}
@@ -88,13 +93,16 @@ func TestPowerCutCohort(t *testing.T) {
 				}
 				powerCutTakeAfter(t, state, config, got)
 			}
+			if promised == 0 {
+				t.Fatal("no reader relied on a granter's promised fsync before a cut: the readers' rule through the mailbox was not in play")
+			}
 		})
 	}
 }
 
 type powerCutReport struct {
 	reports, acks, reads, highAck, highRead int
-	handoffs, readerHandoffs                int
+	handoffs, readerHandoffs, promised      int
 	lateAck, lateRead                       int
 }
 
@@ -104,7 +112,7 @@ type powerCutReport struct {
 func powerCutRound(t *testing.T, mnt, state, config string, after int, onReader bool) powerCutReport {
 	t.Helper()
 	type event struct {
-		kind   byte // 'a', 'r', 'h'
+		kind   byte // 'a', 'r', 'h', 'p'
 		reader bool // from a reader process
 		n      int
 	}
@@ -183,6 +191,9 @@ wait:
 				if e.reader {
 					r.readerHandoffs++
 				}
+				continue
+			case 'p':
+				r.promised++
 				continue
 			}
 			// Not before both kinds reported and a hand-off was seen (the

@@ -463,7 +463,7 @@ func (e *stickyEntry) letGo(once bool) (busy bool) {
 	l, r, ch := e.takeKept()
 	e.mu.Unlock()
 	hook.Fire(hook.LockStickyLetGo, l.lockPath)
-	if handed, _, err := l.handoff(r); handed {
+	if handed, _, err := l.handoff(r, nil); handed {
 		if r.f != nil {
 			r.f.Close()
 		}

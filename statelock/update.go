@@ -102,6 +102,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 			// on a holder that is truly alive. The panic goes on
 			// unchanged: nothing here recovers it.
 			if rel.early {
+				h.l.keepPromise(false)
 				h.l.close()
 			} else {
 				h.Unlock()
@@ -134,6 +135,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		return opErr, h.Unlock()
 	}
 	lastDirSync.Store(int64(time.Since(rel.releasedAt)))
+	h.l.keepPromise(opErr == nil) // the directory fsync returned, or failed
 	h.l.close()
 	if opErr != nil {
 		opErr = fmt.Errorf("%w: %s: the new bytes were renamed into place and the lock released, "+
@@ -164,8 +166,9 @@ func (h *Held) update(fn func(old []byte) ([]byte, error), wopts ...exactfs.Writ
 	if errors.Is(err, ErrNoChange) {
 		// Nothing to write, but the caller is told that what fn read is
 		// the state: make sure it is durable (a holder that released
-		// before its directory fsync may have renamed it in).
-		return d.Sync()
+		// before its directory fsync may have renamed it in), as Lock's
+		// readers' rule does.
+		return h.readDurable()
 	}
 	if err != nil {
 		return err

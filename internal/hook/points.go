@@ -219,6 +219,13 @@ const (
 	// refused it), so tests can prove that the descriptor is then closed,
 	// not kept with our slot lock on it.
 	LockSlotUnlockRefused = "statelock.slot-unlock-refused"
+	// LockReadersRuleSync fires when the readers' rule fsyncs the
+	// directory itself; LockReadersRulePromise when it relied on the
+	// granter's promised fsync instead, and LockReadersRuleBroken when it
+	// waited for a promise that was not kept in time (then it fsyncs).
+	LockReadersRuleSync    = "statelock.readers-rule-sync"
+	LockReadersRulePromise = "statelock.readers-rule-promise"
+	LockReadersRuleBroken  = "statelock.readers-rule-broken"
 	// LockHandoffNameLost fires each time that check finds F.lock naming
 	// no inode or another one, before it looks again.
 	LockHandoffNameLost = "statelock.handoff-name-lost"

@@ -28,6 +28,9 @@ import "time"
 //   - SeatPoll bounds a seated waiter's sleep (DefaultPoll): a lost wake, a
 //     granter that died, or a holder that released without nudging (an
 //     older exactfs, a TypeScript reclaimer) costs at most this;
+//   - SyncWait bounds a grantee's wait for the directory fsync its granter
+//     promised (sync.go): a granter killed before it kept its promise
+//     costs a reader at most this, then it fsyncs itself;
 //   - ReferenceRecent, Yield and YieldEvery are the fairness towards
 //     reference contenders (TypeScript peers, older exactfs on the
 //     reference path): one that polls rewrites the claim's sidecar at each
@@ -68,6 +71,7 @@ type Policy struct {
 	HandoffDelay time.Duration // how long a young waiter waits for a releaser that may take the lock back
 
 	SeatPoll        time.Duration // the longest first sleep of a seated waiter
+	SyncWait        time.Duration // how long a grantee waits for its granter's promised fsync
 	ReferenceRecent time.Duration // a sidecar written this recently: a reference contender polls
 	Yield           time.Duration // how long Go takers stay off a tombstone for it
 	YieldEvery      time.Duration // the least time between two yields
@@ -92,6 +96,7 @@ const (
 	DefaultClaimRetryMin   = 50 * time.Microsecond
 	DefaultClaimRetryMax   = 10 * time.Millisecond
 	DefaultStickyIdle      = 2 * time.Millisecond
+	DefaultSyncWait        = 100 * time.Millisecond
 	DefaultMailboxIdle     = time.Second
 	DefaultLookIdle        = time.Second
 )
@@ -102,7 +107,7 @@ func NewPolicy(base int64) Policy {
 	return Policy{
 		Queue:    NewQueue(base),
 		ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay,
-		SeatPoll:        DefaultPoll,
+		SeatPoll: DefaultPoll, SyncWait: DefaultSyncWait,
 		ReferenceRecent: DefaultReferenceRecent, Yield: DefaultYield, YieldEvery: DefaultYieldEvery,
 		ClaimRetryMin: DefaultClaimRetryMin, ClaimRetryMax: DefaultClaimRetryMax,
 		Watch: true, Handoff: true, Sticky: true, StickyIdle: DefaultStickyIdle,
