@@ -113,8 +113,13 @@
 // built on it: once Update returns nil, F durably holds our bytes or what
 // was made of them. A failed fsync after the release is ErrOutcomeUnknown:
 // read F again. Readers' rule: Lock, TryLock, With, and an Update that
-// writes nothing, fsync the directory before they return, so no caller acts
-// on a rename a power cut could undo.
+// writes nothing, make sure the last rename is durable before they return,
+// so no caller acts on a rename a power cut could undo. When the lock came
+// to them from an Update that released early (handed over by a process of
+// this version, or kept for their own process), they wait for that
+// Update's directory fsync, which it promised; otherwise, or when that
+// fsync fails or its Update dies first, they fsync the directory
+// themselves.
 //
 // # Group commit
 //

@@ -313,7 +313,7 @@ func (l *locker) handoff(r *heldRecord, promise *granterPromise) (handed, yielde
 			// Our directory fsync comes after this release (an Update
 			// released early): the grant promises it, and the mailbox
 			// stays mapped for us until we mark it done (keepPromise).
-			*promise = granterPromise{tag: g.Promise(), mb: mb, done: done}
+			promise.tag, promise.mb, promise.done = g.Promise(), mb, done
 			done = nil
 		} else {
 			g.NoPromise()

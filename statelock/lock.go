@@ -379,7 +379,11 @@ func (l *locker) release(ctx context.Context, r *heldRecord, away bool, promise 
 		return 1, err
 	}
 	once := false
-	switch l.stick(r, yielded) {
+	var local *localSync
+	if promise != nil {
+		local = promise.local
+	}
+	switch l.stick(r, yielded, local) {
 	case stickyKept:
 		return 1, nil // sticky.go: kept for this process's next Lock
 	case stickyClaim:

@@ -1,6 +1,9 @@
 package statelock
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
@@ -29,20 +32,38 @@ import (
 // seat before it read the promise, or whose mailbox was replaced since,
 // fsyncs itself too.
 
-// granterPromise is what an early release's grant promised: the tag, and
-// the mailbox it is marked in, of which the granter holds a reference
-// (done) until then.
+// The same holds within one process: an early-released Update whose
+// release keeps F.lock for this process (sticky.go) leaves the kept record
+// a local promise of its fsync, and the Lock of this process that takes
+// the record back waits for it. Nobody else held the lock in between: the
+// record was never released (resume proves it unchanged), so the last
+// rename is that Update's.
+
+// granterPromise is what an early release promised: in its grant, the
+// tag and the mailbox it is marked in, of which the granter holds a
+// reference (done) until then; to this process's next Lock, when the
+// release kept the record, local.
 type granterPromise struct {
-	tag  uint32
-	mb   *wake.Mailbox
-	done func()
+	tag   uint32
+	mb    *wake.Mailbox
+	done  func()
+	local *localSync
 }
 
-// syncPromise is the promise a grant this call received carried (tag 0:
-// none), and the mailbox mapping it was read in.
+// localSync is a promise within this process: done is closed when the
+// fsync has returned, ok set before that when it returned without error.
+type localSync struct {
+	done chan struct{}
+	ok   atomic.Bool
+}
+
+// syncPromise is the promise this call's acquisition received: a grant's
+// (tag 0: none) and the mailbox mapping it was read in, or a kept record's
+// (local).
 type syncPromise struct {
-	tag uint32
-	mb  *wake.Mailbox
+	tag   uint32
+	mb    *wake.Mailbox
+	local *localSync
 }
 
 // keepPromise ends this call's promise, if its release made one: synced,
@@ -51,6 +72,10 @@ type syncPromise struct {
 func (l *locker) keepPromise(synced bool) {
 	p := l.promised
 	l.promised = granterPromise{}
+	if p.local != nil {
+		p.local.ok.Store(synced)
+		close(p.local.done)
+	}
 	if p.mb == nil {
 		return
 	}
@@ -66,6 +91,20 @@ func (l *locker) keepPromise(synced bool) {
 func (l *locker) grantersSync() bool {
 	p := l.granted
 	l.granted = syncPromise{}
+	if p.local != nil {
+		t := time.NewTimer(l.cfg.policy.SyncWait)
+		defer t.Stop()
+		select {
+		case <-p.local.done:
+		case <-t.C:
+		}
+		if !p.local.ok.Load() {
+			hook.Fire(hook.LockReadersRuleBroken, l.lockPath)
+			return false
+		}
+		hook.Fire(hook.LockReadersRulePromise, l.lockPath)
+		return true
+	}
 	if p.tag == 0 {
 		return false
 	}

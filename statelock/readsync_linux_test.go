@@ -162,3 +162,64 @@ func TestReaderGrantedByUnlockSyncsItself(t *testing.T) {
 			accepted.Load(), promised.Load(), synced.Load(), broken.Load())
 	}
 }
+
+// TestReaderResumingKeptRecordWaitsForItsFsync: within one process, an
+// Update whose release kept F.lock for this process (sticky ownership) has
+// its directory fsync held back 200 ms; a Lock of this process takes the
+// kept record back meanwhile and returns only after that fsync began, with
+// none of its own. Nobody else held the lock in between, so the last
+// rename is that Update's. Without the local promise the Lock fsyncs the
+// directory itself and returns inside the window.
+func TestReaderResumingKeptRecordWaitsForItsFsync(t *testing.T) {
+	requireCohort(t)
+	e := newEnv(t)
+	e.extra = append(e.extra, withPolicy(func(p *wake.Policy) {
+		p.Sticky, p.StickyIdle, p.SyncWait = true, time.Hour, time.Minute
+	}))
+	write := func(b string) error {
+		return Update(context.Background(), e.state, func([]byte) ([]byte, error) { return []byte(b), nil }, e.opts()...)
+	}
+	// The first release is not kept (the process has not re-locked yet);
+	// the second Update is a re-lock, so its release keeps the record.
+	if err := write("first\n"); err != nil {
+		t.Fatal(err)
+	}
+	kept := countHook(t, hook.LockStickyKept)
+	resumed := countHook(t, hook.LockStickyResumed)
+	promised, synced, broken := readersRuleCounts(t)
+	released := make(chan struct{})
+	var fsyncFrom atomic.Int64
+	defer hook.Set(hook.Committed, hook.Once(func(p string) {
+		close(released)
+		time.Sleep(200 * time.Millisecond)
+		fsyncFrom.Store(time.Now().UnixNano())
+	}))()
+	updated := make(chan error, 1)
+	go func() { updated <- write("second\n") }()
+	<-released
+	if kept.Load() != 1 {
+		t.Fatalf("the second Update's release kept %d records, want 1", kept.Load())
+	}
+	h, err := Lock(context.Background(), e.state, e.opts()...)
+	returned := time.Now().UnixNano()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock()
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Load() != 1 {
+		t.Fatalf("the Lock took back %d kept records, want 1", resumed.Load())
+	}
+	if got := mustRead(t, e.state); string(got) != "second\n" {
+		t.Fatalf("the state is %q", got)
+	}
+	if promised.Load() != 1 || synced.Load() != 0 || broken.Load() != 0 {
+		t.Fatalf("the readers' rule: %d promises kept, %d own fsyncs, %d promises broken; want 1, 0, 0",
+			promised.Load(), synced.Load(), broken.Load())
+	}
+	if from := fsyncFrom.Load(); from == 0 || returned < from {
+		t.Fatalf("the Lock returned %v before the Update's directory fsync began", time.Duration(from-returned))
+	}
+}

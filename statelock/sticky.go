@@ -87,6 +87,9 @@ type stickyEntry struct {
 	releasedAt time.Time
 	stickyIdle time.Duration
 	relocked   bool
+	// synced is the fsync the release that kept r promised (readsync.go),
+	// nil for none; the Lock that takes r back waits for it.
+	synced *localSync
 	// retry: the kept record is due for release (a claim was seen, or a
 	// busy claim refused the watcher's release); it is not taken back.
 	retry bool
@@ -192,6 +195,8 @@ func (l *locker) resumeSticky(ctx context.Context) *heldRecord {
 		return nil
 	}
 	e.r, e.l = nil, nil
+	synced := e.synced
+	e.synced = nil
 	e.mu.Unlock()
 	h, err := l.resume(r)
 	kl.close()
@@ -205,6 +210,7 @@ func (l *locker) resumeSticky(ctx context.Context) *heldRecord {
 		return nil
 	}
 	hook.Fire(hook.LockStickyResumed, l.lockPath)
+	l.granted = syncPromise{local: synced}
 	return h
 }
 
@@ -255,7 +261,7 @@ const (
 // stick is the release's decision (after the hand-off found nobody, or
 // yielded: then the release is the reference one, whose tombstone is what
 // the yield is for).
-func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
+func (l *locker) stick(r *heldRecord, yielded bool, synced *localSync) stickyOutcome {
 	if !l.stickyOn() || r.rec == nil || r.rec.OfdSlot == 0 || r.kept {
 		return stickyNo
 	}
@@ -296,6 +302,7 @@ func (l *locker) stick(r *heldRecord, yielded bool) stickyOutcome {
 		return stickyNo
 	}
 	e.keep(l, r, false)
+	e.synced = synced
 	hook.Fire(hook.LockStickyKept, l.lockPath)
 	return stickyKept
 }
@@ -485,7 +492,7 @@ func (e *stickyEntry) letGo(once bool) (busy bool) {
 // letGone(ch, ...) a Lock of this process waits instead of finding it held.
 func (e *stickyEntry) takeKept() (l *locker, r *heldRecord, ch chan struct{}) {
 	l, r = e.l, e.r
-	e.l, e.r = nil, nil
+	e.l, e.r, e.synced = nil, nil, nil
 	ch = make(chan struct{})
 	e.letting = ch
 	return l, r, ch
