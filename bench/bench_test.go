@@ -62,6 +62,13 @@ func TestGroupIncrements(t *testing.T) {
 	if b.baseline(kindGroupUpdate) != kindGroupGofrs || b.baseline(kindSQLite) != kindGofrs {
 		t.Errorf("baselines: group %s, sqlite %s", b.baseline(kindGroupUpdate), b.baseline(kindSQLite))
 	}
+	if b.baseline(kindRWUpdate) != kindGofrs {
+		t.Errorf("read kind without rw-gofrs: baseline %s, want gofrs", b.baseline(kindRWUpdate))
+	}
+	b.kinds = append(b.kinds, kindRWGofrs, kindRWUpdate)
+	if b.baseline(kindRWUpdate) != kindRWGofrs || b.baseline(kindUpdate) != kindGofrs {
+		t.Errorf("baselines: rw-update %s, update %s", b.baseline(kindRWUpdate), b.baseline(kindUpdate))
+	}
 }
 
 // TestSQLiteIncrementer: the sqlite kind's increments through two

@@ -479,11 +479,15 @@ func percentile(sorted []int64, q float64) time.Duration {
 	return time.Duration(sorted[i])
 }
 
-// baseline is the kind that kind's ratios are to: gofrs/flock, and for a
-// group kind gofrs/flock with one handle per goroutine where that ran.
+// baseline is the kind that kind's ratios are to: gofrs/flock, for a
+// group kind gofrs/flock with one handle per goroutine, and for a read
+// kind gofrs/flock with its shared reads, where those ran.
 func (b *bench) baseline(kind string) string {
 	if isGroup(kind) && slices.Contains(b.kinds, kindGroupGofrs) {
 		return kindGroupGofrs
+	}
+	if isRW(kind) && slices.Contains(b.kinds, kindRWGofrs) {
+		return kindRWGofrs
 	}
 	return kindGofrs
 }
@@ -516,6 +520,13 @@ func (b *bench) print(w io.Writer) {
 		if isGroup(k) {
 			fmt.Fprintf(w, "Group kinds: each of the P workers runs %d goroutines, each doing n/(P·%d) increments, their ratios are to %s. ",
 				b.goroutines, b.goroutines, kindTitle[b.baseline(k)])
+			break
+		}
+	}
+	for _, k := range b.kinds {
+		if isRW(k) {
+			fmt.Fprintf(w, "Read kinds: each increment is followed by a read-only lock cycle of the same worker, their ratios are to %s. ",
+				kindTitle[b.baseline(k)])
 			break
 		}
 	}

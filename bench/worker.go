@@ -49,9 +49,19 @@ const (
 	// Updates.
 	kindGroupGofrs  = "group-gofrs"
 	kindGroupUpdate = "group-update"
+	// The read kinds add to every increment a read-only lock cycle of the
+	// same worker (take the lock, read the file, release): writers and
+	// readers of one state file, as services that poll a shared state
+	// are. rw-gofrs reads under a shared flock(2) lock (LOCK_SH, what a
+	// careful flock user takes to read); rw-update writes with
+	// statelock.Update and reads under statelock.Lock, whose readers'
+	// rule (SPEC §4.6) makes sure the bytes it read are durable.
+	kindRWGofrs  = "rw-gofrs"
+	kindRWUpdate = "rw-update"
 )
 
-var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate, kindHeld, kindSQLite, kindGroupGofrs, kindGroupUpdate}
+var kinds = []string{kindGofrs, kindFlock, kindLock, kindUpdate, kindHeld, kindSQLite, kindGroupGofrs, kindGroupUpdate,
+	kindRWGofrs, kindRWUpdate}
 
 var kindTitle = map[string]string{
 	kindGofrs:       "gofrs/flock",
@@ -62,7 +72,12 @@ var kindTitle = map[string]string{
 	kindSQLite:      "SQLite WAL, FULL",
 	kindGroupGofrs:  "group: gofrs/flock per goroutine",
 	kindGroupUpdate: "group: statelock.Update",
+	kindRWGofrs:     "rw: gofrs/flock write, shared read",
+	kindRWUpdate:    "rw: Update, Lock read",
 }
+
+// isRW reports whether kind adds a read-only lock cycle to each increment.
+func isRW(kind string) bool { return strings.HasPrefix(kind, "rw-") }
 
 // isGroup reports whether kind runs several goroutines per worker.
 func isGroup(kind string) bool { return strings.HasPrefix(kind, "group-") }
@@ -260,6 +275,43 @@ func incrementer(kind, state, configRoot string, log *holdlog.Log) (func(step fu
 				return err
 			}
 			err = rw(step)
+			if uerr := h.Unlock(); err == nil {
+				err = uerr
+			}
+			return err
+		}, nil
+	case kindRWGofrs:
+		fl := flock.New(state + ".flock")
+		return func(step func([]byte) ([]byte, error)) error {
+			if err := fl.Lock(); err != nil {
+				return err
+			}
+			err := rw(step)
+			if uerr := fl.Unlock(); err == nil {
+				err = uerr
+			}
+			if err != nil {
+				return err
+			}
+			if err := fl.RLock(); err != nil {
+				return err
+			}
+			_, err = os.ReadFile(state)
+			if uerr := fl.Unlock(); err == nil {
+				err = uerr
+			}
+			return err
+		}, nil
+	case kindRWUpdate:
+		return func(step func([]byte) ([]byte, error)) error {
+			if err := statelock.Update(ctx, state, step, opts...); err != nil {
+				return err
+			}
+			h, err := statelock.Lock(ctx, state, opts...)
+			if err != nil {
+				return err
+			}
+			_, err = os.ReadFile(state)
 			if uerr := h.Unlock(); err == nil {
 				err = uerr
 			}
