@@ -330,9 +330,10 @@ func (h *Held) UnlockContext(ctx context.Context) error { return h.unlock(ctx, f
 
 // unlock is Unlock. early is Update's early release: the write is still
 // using the locker's directory descriptor, so it is left open (the caller
-// closes it, h.l.close, once the write is done), and a grant it makes
-// promises the directory fsync to come (h.l.promised, readsync.go). away: this process is not
-// about to lock again, so a queued waiter is woken at once (parkRecord).
+// closes it, h.l.close, once the write is done), and a grant it makes, or
+// a record it keeps, promises the directory fsync to come (h.l.promised,
+// readsync.go). away: this process is not about to lock again, so a
+// queued waiter is woken at once (parkRecord).
 func (h *Held) unlock(ctx context.Context, early, away bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -92,11 +92,15 @@ func (l *locker) grantersSync() bool {
 	p := l.granted
 	l.granted = syncPromise{}
 	if p.local != nil {
-		t := time.NewTimer(l.cfg.policy.SyncWait)
-		defer t.Stop()
 		select {
-		case <-p.local.done:
-		case <-t.C:
+		case <-p.local.done: // as in a loop of Update, Lock: returned already
+		default:
+			t := time.NewTimer(l.cfg.policy.SyncWait)
+			select {
+			case <-p.local.done:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		if !p.local.ok.Load() {
 			hook.Fire(hook.LockReadersRuleBroken, l.lockPath)
