@@ -223,6 +223,7 @@ func incrementer(kind, state, configRoot string, log *holdlog.Log) (func(step fu
 	ctx := context.Background()
 	opts := []statelock.Option{statelock.WithConfigRoot(configRoot), statelock.WithWait(5 * time.Minute)}
 	rw := func(step func([]byte) ([]byte, error)) error { return readWrite(state, step) }
+	read := func() error { _, err := os.ReadFile(state); return err }
 	if log != nil {
 		rw = func(step func([]byte) ([]byte, error)) error {
 			if err := log.Enter(); err != nil {
@@ -283,39 +284,22 @@ func incrementer(kind, state, configRoot string, log *holdlog.Log) (func(step fu
 	case kindRWGofrs:
 		fl := flock.New(state + ".flock")
 		return func(step func([]byte) ([]byte, error)) error {
-			if err := fl.Lock(); err != nil {
+			if err := locked(fl.Lock, fl.Unlock, func() error { return rw(step) }); err != nil {
 				return err
 			}
-			err := rw(step)
-			if uerr := fl.Unlock(); err == nil {
-				err = uerr
-			}
-			if err != nil {
-				return err
-			}
-			if err := fl.RLock(); err != nil {
-				return err
-			}
-			_, err = os.ReadFile(state)
-			if uerr := fl.Unlock(); err == nil {
-				err = uerr
-			}
-			return err
+			return locked(fl.RLock, fl.Unlock, read)
 		}, nil
 	case kindRWUpdate:
 		return func(step func([]byte) ([]byte, error)) error {
 			if err := statelock.Update(ctx, state, step, opts...); err != nil {
 				return err
 			}
-			h, err := statelock.Lock(ctx, state, opts...)
-			if err != nil {
+			var h *statelock.Held
+			lock := func() (err error) {
+				h, err = statelock.Lock(ctx, state, opts...)
 				return err
 			}
-			_, err = os.ReadFile(state)
-			if uerr := h.Unlock(); err == nil {
-				err = uerr
-			}
-			return err
+			return locked(lock, func() error { return h.Unlock() }, read)
 		}, nil
 	case kindUpdate, kindGroupUpdate:
 		return func(step func([]byte) ([]byte, error)) error {
@@ -330,6 +314,18 @@ func incrementer(kind, state, configRoot string, log *holdlog.Log) (func(step fu
 		return sqliteIncrementer(sqlitePath(state))
 	}
 	return nil, fmt.Errorf("unknown kind %q (want one of %v)", kind, kinds)
+}
+
+// locked runs body between lock and unlock; body's error comes first.
+func locked(lock, unlock, body func() error) error {
+	if err := lock(); err != nil {
+		return err
+	}
+	err := body()
+	if uerr := unlock(); err == nil {
+		err = uerr
+	}
+	return err
 }
 
 // readWrite is the critical section of the three hand-written variants:

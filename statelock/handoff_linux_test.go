@@ -50,6 +50,31 @@ func startHolder(t *testing.T, e *testEnv, env ...string) (*exec.Cmd, *bufio.Sca
 	return cmd, sc
 }
 
+// lockOutcome is what a Lock returned.
+type lockOutcome struct {
+	h   *Held
+	err error
+}
+
+// seatedLock starts a Lock of e's state in another goroutine (a wait of
+// 20 s) and returns once it is seated in the mailbox, behind the holder
+// the caller keeps; the channel gives the Lock's outcome.
+func seatedLock(t *testing.T, e *testEnv) <-chan lockOutcome {
+	t.Helper()
+	got := make(chan lockOutcome, 1)
+	go func() {
+		h, err := Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
+		got <- lockOutcome{h, err}
+	}()
+	for start := time.Now(); waitingSeats(e) < 1; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the waiter was never seated")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return got
+}
+
 // lockedRecordIsOurs checks that F.lock holds h's record (plus spaces).
 func lockedRecordIsOurs(t *testing.T, e *testEnv, h *Held) {
 	t.Helper()
@@ -204,28 +229,18 @@ func TestHandoffTransientDetach(t *testing.T) {
 			back <- os.Rename(aside, e.lock)
 		}()
 	}))()
-	got := make(chan error, 1)
-	var w *Held
-	go func() {
-		var err error
-		w, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
-		got <- err
-	}()
-	for start := time.Now(); waitingSeats(e) < 1; {
-		if time.Since(start) > 20*time.Second {
-			t.Fatal("the waiter was never seated")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	got := seatedLock(t, e)
 	if err := h.Unlock(); err != nil {
 		t.Fatalf("the release failed on a transient detach: %v", err)
 	}
 	if err := <-back; err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
+	out := <-got
+	if out.err != nil {
+		t.Fatal(out.err)
 	}
+	w := out.h
 	defer w.Unlock()
 	lockedRecordIsOurs(t, e, w)
 	if lost.Load() == 0 {
@@ -249,28 +264,18 @@ func TestHandoffSlotUnlockRefusedClosesDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	accepted := countHook(t, hook.LockHandoffAccepted)
-	got := make(chan error, 1)
-	var w *Held
-	go func() {
-		var err error
-		w, err = Lock(context.Background(), e.state, e.opts(WithWait(20*time.Second))...)
-		got <- err
-	}()
-	for start := time.Now(); waitingSeats(e) < 1; {
-		if time.Since(start) > 20*time.Second {
-			t.Fatal("the waiter was never seated")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	got := seatedLock(t, e)
 	restore := hook.Set(hook.LockSlotUnlockRefused, func(string) {})
 	err = h.Unlock()
 	restore()
 	if err != nil {
 		t.Fatalf("the release failed: %v", err)
 	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
+	out := <-got
+	if out.err != nil {
+		t.Fatal(out.err)
 	}
+	w := out.h
 	if accepted.Load() != 1 {
 		t.Fatalf("the waiter accepted %d grants, want 1 (the test did not reach the unlock)", accepted.Load())
 	}
