@@ -145,7 +145,21 @@ type acquirer struct {
 
 	seenFence uint64 // the largest fence of a record seen on the way
 	holder    string // who or what kept the lease at the last look, for people
+	whole     string // holder as the last whole record described it
 	residue   bool   // the last judged record was an empty crash residue
+}
+
+// midRewrite is holder for a look that found no whole record: the record
+// changed while it was read, or its bytes did not parse. A holder's
+// heartbeat rewrites its record in place (write, then truncate), so a look
+// can land inside it; when an earlier look of this call read a whole
+// record, that record still says who holds the lease, and the error that
+// ends the wait names it rather than the rewrite it happened to see last.
+func (a *acquirer) midRewrite(found string) string {
+	if a.whole == "" {
+		return found
+	}
+	return a.whole + " (the last look found the record mid-rewrite: " + found + ")"
 }
 
 // attempt looks once: it returns the lease when it created the lock file,
@@ -173,7 +187,7 @@ func (a *acquirer) attempt() (l *Lease, progress bool, err error) {
 		}
 		return l, false, err
 	case errors.Is(err, exactfs.ErrChangedDuringRead):
-		a.holder = "the record was being rewritten"
+		a.holder = a.midRewrite("the record was being rewritten")
 		return nil, false, nil
 	case errors.Is(err, exactfs.ErrRecordTooLarge):
 		// Malformed at once, without reading it (exactfs.RecordCap): no
@@ -200,12 +214,13 @@ func (a *acquirer) judgeCaptured(c liveness.Captured) liveness.Judgement {
 			a.holder = "an old, empty lock file (crash residue) was found"
 			return liveness.Judgement{Verdict: liveness.Dead, Reason: a.holder}
 		}
-		a.holder = "the lock file holds a malformed record, which is never reclaimed automatically: " + err.Error()
+		a.holder = a.midRewrite("the lock file holds a malformed record, which is never reclaimed automatically: " + err.Error())
 		return liveness.Judgement{Verdict: liveness.Unknown, Reason: a.holder}
 	}
 	a.seenFence = max(a.seenFence, rec.Fence)
 	v := judgeLease(&a.judge, rec, c.File, time.Now())
 	a.holder = describeHolder(rec, v.Reason)
+	a.whole = a.holder
 	return v
 }
 

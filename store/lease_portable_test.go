@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactfs/exactfs"
 	"github.com/exactfs/exactfs/internal/hook"
+	"github.com/exactfs/exactfs/liveness"
 )
 
 func TestLeaseExpiredButAliveIsNotStolen(t *testing.T) {
@@ -284,5 +286,39 @@ func TestLeaseMalformedFenceCounterFailsClosed(t *testing.T) {
 	}
 	if got := string(readFile(t, filepath.Join(dir, "job.fence"))); got != "seven\n" {
 		t.Fatalf("counter rewritten: %q", got)
+	}
+}
+
+// TestLeaseBusyNamesHolderPastARewrite: a holder's heartbeat rewrites its
+// record in place, so a waiting acquirer's last look can land inside the
+// rewrite (the record changed while read, or its bytes do not parse). The
+// error that ends the wait still names the holder an earlier look read
+// whole; on the old code it said only "the record was being rewritten"
+// (a Wine-lane failure of TestWindowsLeaseCycle, which wants the holder's
+// kernel lock named). A malformed record with no whole one before it is
+// reported as malformed.
+func TestLeaseBusyNamesHolderPastARewrite(t *testing.T) {
+	now := time.Now().UnixMilli()
+	rec := LeaseRecord{AttemptID: "0123456789abcdef", Pid: 4242, BootID: "a-boot", ProcessStartID: "p",
+		CreatedAt: now, HeartbeatAt: now, LeaseExpiresAt: now + 60_000}
+	whole := liveness.Captured{Data: rec.Marshal(), ID: exactfs.Identity{Size: 1, Nlink: 1, MtimeNs: time.Now().UnixNano()}}
+	torn := liveness.Captured{Data: []byte(`{"attemptId":"0123`), ID: exactfs.Identity{Size: 18, Nlink: 1, MtimeNs: time.Now().UnixNano()}}
+	cfg := defaultLeaseConfig()
+
+	a := &acquirer{cfg: cfg, path: "locks/job.lock", start: time.Now()}
+	if v := a.judgeCaptured(torn); v.Verdict != liveness.Unknown || !strings.Contains(a.holder, "malformed") {
+		t.Fatalf("a torn record with nothing whole before it: %v, holder %q", v, a.holder)
+	}
+	for _, last := range []func(){
+		func() { a.judgeCaptured(torn) },
+		func() { a.holder = a.midRewrite("the record was being rewritten") }, // attempt's changed-during-read
+	} {
+		a.judgeCaptured(whole)
+		last()
+		err := a.fail(CodeLeaseBusy, nil, "not acquired")
+		if CodeOf(err) != CodeLeaseBusy || !strings.Contains(err.Error(), "held by pid 4242") ||
+			!strings.Contains(err.Error(), "mid-rewrite") {
+			t.Fatalf("the wait's error after a look mid-rewrite: %v, want it to name pid 4242 and the rewrite", err)
+		}
 	}
 }
