@@ -380,12 +380,19 @@ func (l *locker) release(ctx context.Context, r *heldRecord, away bool, promise 
 		return 1, err
 	}
 	once := false
+	// A record kept after an early release carries the promise of the
+	// fsync to come to the Lock of this process that takes it back
+	// (readsync.go); made here, where a record may be kept, not for every
+	// release.
 	var local *localSync
 	if promise != nil {
-		local = promise.local
+		local = &localSync{done: make(chan struct{})}
 	}
 	switch l.stick(r, yielded, local) {
 	case stickyKept:
+		if promise != nil {
+			promise.local = local
+		}
 		return 1, nil // sticky.go: kept for this process's next Lock
 	case stickyClaim:
 		once = true

@@ -113,9 +113,6 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		// The write is still using the locker's directory descriptor (its
 		// fsync comes next), so the release leaves it open.
 		wopts = append(wopts, exactfs.AfterCommit(func() {
-			// A record kept for this process (sticky.go) carries the
-			// promise of the fsync to come to the Lock that takes it back.
-			h.l.promised.local = &localSync{done: make(chan struct{})}
 			rel.err = h.unlock(context.Background(), true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
 			rel.early, rel.releasedAt = true, time.Now()
 			if released != nil {
