@@ -4,7 +4,7 @@ package statelock
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -24,6 +24,28 @@ import (
 func readersRuleCounts(t *testing.T) (promised, synced, broken *atomic.Int32) {
 	return countHook(t, hook.LockReadersRulePromise), countHook(t, hook.LockReadersRuleSync),
 		countHook(t, hook.LockReadersRuleBroken)
+}
+
+// updateOnceSeated starts an Update of e's state that writes data once
+// seats Go waiters are seated behind it, and returns when it holds the
+// lock; its outcome comes on the channel.
+func updateOnceSeated(e *testEnv, seats int, data string) <-chan error {
+	holding := make(chan struct{})
+	updated := make(chan error, 1)
+	go func() {
+		updated <- Update(context.Background(), e.state, func([]byte) ([]byte, error) {
+			close(holding)
+			for start := time.Now(); waitingSeats(e) < seats; {
+				if time.Since(start) > 20*time.Second {
+					return nil, fmt.Errorf("%d waiters were seated, not %d", waitingSeats(e), seats)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return []byte(data), nil
+		}, e.opts()...)
+	}()
+	<-holding
+	return updated
 }
 
 // The readers: a Lock, and an Update whose function writes nothing (it
@@ -69,21 +91,7 @@ func TestReaderGrantedByUpdateWaitsForItsFsync(t *testing.T) {
 					fsyncFrom.Store(time.Now().UnixNano())
 				}
 			})()
-			holding := make(chan struct{})
-			updated := make(chan error, 1)
-			go func() {
-				updated <- Update(context.Background(), e.state, func([]byte) ([]byte, error) {
-					close(holding)
-					for start := time.Now(); waitingSeats(e) < 1; {
-						if time.Since(start) > 20*time.Second {
-							return nil, errors.New("no waiter was seated")
-						}
-						time.Sleep(time.Millisecond)
-					}
-					return []byte("written by the granter\n"), nil
-				}, e.opts()...)
-			}()
-			<-holding
+			updated := updateOnceSeated(e, 1, "written by the granter\n")
 			got, err := rd.read(context.Background(), e)
 			returned := time.Now().UnixNano()
 			if err != nil {
