@@ -30,6 +30,14 @@
 //     its CAS to GRANTING: the bytes a grant writes are the bytes the
 //     waiter published, never those of a later occupant of the seat.
 //
+// Beside the seats, the header carries what statelock needs for durability
+// after an early release (sync.go: the promise of a granter's directory
+// fsync to its grantee; pair.go: the count of grants and the last tag a
+// directory fsync began after, by which a granter times its fsync to
+// cover its grantee's rename too). They are hints between cooperating
+// processes of this version: a missing or stale word costs a wait of
+// bounded length or an fsync of one's own, never a guarantee.
+//
 // Fairness: Grant picks the WAITING seat with the smallest ticket (the
 // waiter's arrival on the host's monotonic clock), so Go waiters are served
 // in arrival order.

@@ -31,6 +31,10 @@ import "time"
 //   - SyncWait bounds a grantee's wait for the directory fsync its granter
 //     promised (sync.go): a granter killed before it kept its promise
 //     costs a reader at most this, then it fsyncs itself;
+//   - PairWait bounds how long an early-released Update waits for its
+//     grantee's rename before its own directory fsync (pair.go): a grantee
+//     that holds on, or an older build, costs the granter's return at
+//     most this;
 //   - ReferenceRecent, Yield and YieldEvery are the fairness towards
 //     reference contenders (TypeScript peers, older exactfs on the
 //     reference path): one that polls rewrites the claim's sidecar at each
@@ -72,6 +76,7 @@ type Policy struct {
 
 	SeatPoll        time.Duration // the longest first sleep of a seated waiter
 	SyncWait        time.Duration // how long a grantee waits for its granter's promised fsync
+	PairWait        time.Duration // how long a granter waits for its grantee's rename before its directory fsync (0: never)
 	ReferenceRecent time.Duration // a sidecar written this recently: a reference contender polls
 	Yield           time.Duration // how long Go takers stay off a tombstone for it
 	YieldEvery      time.Duration // the least time between two yields
@@ -97,6 +102,7 @@ const (
 	DefaultClaimRetryMax   = 10 * time.Millisecond
 	DefaultStickyIdle      = 2 * time.Millisecond
 	DefaultSyncWait        = 100 * time.Millisecond
+	DefaultPairWait        = 3 * time.Millisecond
 	DefaultMailboxIdle     = time.Second
 	DefaultLookIdle        = time.Second
 )
@@ -107,7 +113,7 @@ func NewPolicy(base int64) Policy {
 	return Policy{
 		Queue:    NewQueue(base),
 		ParkIdle: DefaultParkIdle, HandoffDelay: DefaultHandoffDelay,
-		SeatPoll: DefaultPoll, SyncWait: DefaultSyncWait,
+		SeatPoll: DefaultPoll, SyncWait: DefaultSyncWait, PairWait: DefaultPairWait,
 		ReferenceRecent: DefaultReferenceRecent, Yield: DefaultYield, YieldEvery: DefaultYieldEvery,
 		ClaimRetryMin: DefaultClaimRetryMin, ClaimRetryMax: DefaultClaimRetryMax,
 		Watch: true, Handoff: true, Sticky: true, StickyIdle: DefaultStickyIdle,

@@ -305,6 +305,7 @@ type Grant struct {
 	i   int
 	w   uint32 // the GRANTING word this grant set
 	rec []byte
+	seq uint32 // its number in the count of grants (pair.go)
 }
 
 // Grant picks the oldest WAITING seat whose waiter is alive (its seat lock

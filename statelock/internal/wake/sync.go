@@ -58,13 +58,17 @@ func (g *Grant) Promise() uint32 {
 		t = atomic.AddUint32(g.m.syncIssued(), 1)
 	}
 	atomic.StoreUint64(g.m.promise(), uint64(next(g.w, Granted))<<32|uint64(t))
+	g.counted()
 	return t
 }
 
 // NoPromise clears the last grant's promise: this grant's granter makes
 // none (its caller's writes are its caller's, made durable or not by it).
 // Call it before Done.
-func (g *Grant) NoPromise() { atomic.StoreUint64(g.m.promise(), 0) }
+func (g *Grant) NoPromise() {
+	atomic.StoreUint64(g.m.promise(), 0)
+	g.counted()
+}
 
 // Promised is the sync tag of the grant this seat received (0: none). Call
 // it once the grant is taken and before Leave: it is the promise only if
