@@ -119,7 +119,12 @@
 // this version, or kept for their own process), they wait for that
 // Update's directory fsync, which it promised; otherwise, or when that
 // fsync fails or its Update dies first, they fsync the directory
-// themselves.
+// themselves. Where a directory fsync writes to a device (it took 100 µs
+// or more), an Update that handed the lock over while others queue behind
+// its grantee waits, at most 3 ms, until the grantee has renamed and
+// granted in turn before it fsyncs, so that one write of the directory
+// carries both renames; the grantee still makes its own fsync, which then
+// has little left to write (pairsync.go).
 //
 // # Group commit
 //

@@ -314,6 +314,7 @@ func (l *locker) handoff(r *heldRecord, promise *granterPromise) (handed, yielde
 			// released early): the grant promises it, and the mailbox
 			// stays mapped for us until we mark it done (keepPromise).
 			promise.tag, promise.mb, promise.done = g.Promise(), mb, done
+			promise.seq = g.Seq()
 			done = nil
 		} else {
 			g.NoPromise()

@@ -56,6 +56,8 @@ func init() {
 //	a N  an Update that wrote N returned nil (acknowledged)
 //	r N  a read-only holder read N and its Lock/With returned nil
 //	h    this process entered the lock through a direct hand-off
+//	q    an Update of this process timed its directory fsync to pair
+//	     (pairsync.go)
 var powerCutOut sync.Mutex
 
 func powerCutLine(s string) {
@@ -75,6 +77,7 @@ func powerCutLine(s string) {
 func powerCutCommon(state string) {
 	hook.Set(hook.LockHandoffAccepted, func(string) { powerCutLine("h") })
 	hook.Set(hook.LockReadersRulePromise, func(string) { powerCutLine("p") })
+	hook.Set(hook.LockPairWait, func(string) { powerCutLine("q") })
 	if k := envInt("STATELOCK_SLOW_SYNC_MS", 0); k > 0 {
 		hook.Set(hook.Committed, func(p string) {
 			if filepath.Base(p) == filepath.Base(state) && rand.IntN(2) == 0 {

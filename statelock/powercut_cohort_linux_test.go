@@ -75,8 +75,8 @@ func TestPowerCutCohort(t *testing.T) {
 				remountWhenUnused(t, mnt)
 				got := readCounter(t, state)
 				t.Logf("round %d: cut after %d reports (at a reader's: %v): %d acknowledged (highest %d), %d read (highest %d), %d hand-offs (%d to readers, "+
-					"%d of whose reads rested on the granter's promised fsync); reported after the cut: highest ack %d, highest read %d; after the remount %d",
-					round+1, r.reports, onReader, r.acks, r.highAck, r.reads, r.highRead, r.handoffs, r.readerHandoffs, r.promised,
+					"%d of whose reads rested on the granter's promised fsync), %d directory fsyncs timed to pair; reported after the cut: highest ack %d, highest read %d; after the remount %d",
+					round+1, r.reports, onReader, r.acks, r.highAck, r.reads, r.highRead, r.handoffs, r.readerHandoffs, r.promised, r.pairWaits,
 					r.lateAck, r.lateRead, got)
 				promised += r.promised
 				if r.acks == 0 || r.reads == 0 {
@@ -103,6 +103,7 @@ func TestPowerCutCohort(t *testing.T) {
 type powerCutReport struct {
 	reports, acks, reads, highAck, highRead int
 	handoffs, readerHandoffs, promised      int
+	pairWaits                               int
 	lateAck, lateRead                       int
 }
 
@@ -112,7 +113,7 @@ type powerCutReport struct {
 func powerCutRound(t *testing.T, mnt, state, config string, after int, onReader bool) powerCutReport {
 	t.Helper()
 	type event struct {
-		kind   byte // 'a', 'r', 'h', 'p'
+		kind   byte // 'a', 'r', 'h', 'p', 'q'
 		reader bool // from a reader process
 		n      int
 	}
@@ -194,6 +195,9 @@ wait:
 				continue
 			case 'p':
 				r.promised++
+				continue
+			case 'q':
+				r.pairWaits++
 				continue
 			}
 			// Not before both kinds reported and a hand-off was seen (the

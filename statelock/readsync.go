@@ -45,6 +45,7 @@ import (
 // release kept the record, local.
 type granterPromise struct {
 	tag   uint32
+	seq   uint32 // the grant's number (pairsync.go)
 	mb    *wake.Mailbox
 	done  func()
 	local *localSync

@@ -91,6 +91,7 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 			err        error
 			early      bool
 			releasedAt time.Time
+			syncFrom   time.Time // when the directory fsync began, if it was not paired as the second (pairsync.go)
 		})
 	)
 	defer func() {
@@ -116,7 +117,10 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 			rel.err = h.unlock(context.Background(), true, lastDirSync.Load() > int64(h.l.cfg.policy.HandoffDelay))
 			rel.early, rel.releasedAt = true, time.Now()
 			if released != nil {
-				released()
+				released() // this process's next batch may take the lock now
+			}
+			if h.l.pairDirSync() { // the directory fsync comes next
+				rel.syncFrom = time.Now()
 			}
 		}))
 	}
@@ -135,6 +139,9 @@ func (h *Held) writeAndRelease(op func(wopts ...exactfs.WriteOption) error, rele
 		return opErr, h.Unlock()
 	}
 	lastDirSync.Store(int64(time.Since(rel.releasedAt)))
+	if opErr == nil && !rel.syncFrom.IsZero() {
+		lastDirFsync.Store(int64(time.Since(rel.syncFrom)))
+	}
 	h.l.keepPromise(opErr == nil) // the directory fsync returned, or failed
 	h.l.close()
 	if opErr != nil {

@@ -226,6 +226,9 @@ const (
 	LockReadersRuleSync    = "statelock.readers-rule-sync"
 	LockReadersRulePromise = "statelock.readers-rule-promise"
 	LockReadersRuleBroken  = "statelock.readers-rule-broken"
+	// LockPairWait fires when an early-released Update waits for its
+	// grantee's rename before its directory fsync (statelock/pairsync.go).
+	LockPairWait = "statelock.pair-wait"
 	// LockHandoffNameLost fires each time that check finds F.lock naming
 	// no inode or another one, before it looks again.
 	LockHandoffNameLost = "statelock.handoff-name-lost"
