@@ -53,10 +53,13 @@ var lastDirFsync atomic.Int64
 
 // pairDirSync is called by an early-released Update between its release
 // and its directory fsync. It reports whether that fsync is worth timing
-// for lastDirFsync: false when a started fsync already covers our rename.
+// for lastDirFsync: false when it is the second of a pair (a granter's
+// fsync covers our rename).
 func (l *locker) pairDirSync() (timed bool) {
 	p := l.promised
-	if p.mb == nil || p.tag == 0 {
+	if p.mb == nil || p.tag == 0 || lastDirFsync.Load() < int64(pairFromFsync) {
+		// No grant, or fsyncs too fast to pair (every process on this
+		// filesystem finds the same): the mailbox is not touched.
 		return true
 	}
 	if p.mb.DirSyncCovers(p.tag) {
@@ -65,7 +68,7 @@ func (l *locker) pairDirSync() (timed bool) {
 	}
 	wait := l.cfg.policy.PairWait
 	switch {
-	case wait <= 0, lastDirFsync.Load() < int64(pairFromFsync), p.mb.Waiting() == 0:
+	case wait <= 0, p.mb.Waiting() == 0:
 	case pairSkip.Load() > 0:
 		pairSkip.Add(-1)
 	default:
