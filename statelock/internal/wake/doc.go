@@ -32,9 +32,9 @@
 //
 // Beside the seats, the header carries what statelock needs for durability
 // after an early release (sync.go: the promise of a granter's directory
-// fsync to its grantee; pair.go: the count of grants and the last tag a
-// directory fsync began after, by which a granter times its fsync to
-// cover its grantee's rename too). They are hints between cooperating
+// fsync to its grantee; pair.go: the count of grants and the highest tag
+// a directory fsync covers, by which a granter times its fsync to cover
+// its grantee's rename too). They are hints between cooperating
 // processes of this version: a missing or stale word costs a wait of
 // bounded length or an fsync of one's own, never a guarantee.
 //

@@ -13,11 +13,12 @@ import (
 // host monotonic nanoseconds, see Yield), the last one asked (at 8) and the
 // owner's bell (uint32 at 16, see Ring) with the count of owners asleep on
 // it (uint32 at 20), then the words of the readers' rule (from 24, see
-// sync.go) and of paired directory fsyncs (from 44, see pair.go). An older build leaves the bell alone: its waiters
-// never ring, and a sticky owner then serves them when its idle time is
-// up, as it would without the bell; an older sticky owner does not count
-// itself, so a newer waiter's ring does not wake it, and it serves that
-// waiter at its idle time (2 ms) in the same way.
+// sync.go) and of paired directory fsyncs (from 44, see pair.go). An older
+// build leaves the bell alone: its waiters never ring, and a sticky owner
+// then serves them when its idle time is up, as it would without the
+// bell; an older sticky owner does not count itself, so a newer waiter's
+// ring does not wake it, and it serves that waiter at its idle time
+// (2 ms) in the same way.
 const (
 	Seats     = 63
 	SeatSize  = 512

@@ -13,31 +13,32 @@ import (
 // writes the directory's block and inode and then flushes. A granter that
 // waits, before its fsync, until its grantee has renamed too writes both
 // renames at once; the grantee's own fsync, which starts about then, finds
-// nothing of the directory left to write and costs one flush. The next
-// holder does not wait for its own grantee (that would only move the pair
-// one cycle on): it sees that a started fsync already covers its rename
-// and fsyncs at once, and the one after it pairs again.
+// little of the directory left to write. The grantee does not wait for its
+// own grantee (that would only move every fsync one cycle on): before it
+// sleeps, its granter announces that its fsync covers the next tag, so
+// the grantee finds its rename covered and fsyncs at once, and the holder
+// after it pairs again.
 //
 // The tags are the promises' (sync.go): a grant's tag is issued after the
 // granter's rename and before its grantee can rename, so tags follow the
 // renames' order. Header words: the highest tag a directory fsync covers,
 // begun or announced (uint32 at 44): every rename whose grant has a tag up
-// to it came before that fsync, or will have come before it begins; the count of grants by this build
-// (uint32 at 48), which a granter waits to see move on (its grantee
-// granted in turn, with a promise or, a reader, without); and the count of
-// granters asleep on it (uint32 at 52). An older build never writes them:
-// a granter then waits for a grantee that never counts its grant for at
-// most its bound, and its process pairs less often after a miss
-// (statelock).
+// to it came before that fsync, or will have before it begins; the count
+// of grants by this build (uint32 at 48), which a granter waits to see
+// move on (its grantee granted in turn, with a promise or, a reader,
+// without); and the count of granters asleep on it (uint32 at 52). An
+// older build never writes them: a granter then waits for a grantee that
+// never counts its grant for at most its bound, and its process pairs
+// less often after a miss (statelock).
 
 func (m *Mailbox) dirSyncFrom() *uint32   { return m.header32(44) }
 func (m *Mailbox) grants() *uint32        { return m.header32(48) }
 func (m *Mailbox) grantSleepers() *uint32 { return m.header32(52) }
 
-// DirSyncCovers reports whether a directory fsync that began after the
-// rename behind tag t has started (it may still be running): the caller's
-// own fsync then has little left to write, and waiting for its grantee's
-// rename would pair nothing.
+// DirSyncCovers reports whether a directory fsync that begins after the
+// rename behind tag t has begun or been announced: the caller is the
+// second of a pair, its own fsync has little left to write, and it must
+// not wait for a grantee of its own.
 func (m *Mailbox) DirSyncCovers(t uint32) bool {
 	return reached(atomic.LoadUint32(m.dirSyncFrom()), t)
 }
