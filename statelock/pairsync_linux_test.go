@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/exactfs/exactfs"
-
 	"github.com/exactfs/exactfs/internal/hook"
 	"github.com/exactfs/exactfs/statelock/internal/wake"
 )
