@@ -46,7 +46,7 @@ func (m *Mailbox) DirSyncCovers(t uint32) bool {
 // DirSyncBegins records that the caller's directory fsync is about to
 // begin: every rename with a tag issued until now came before it. Call it
 // just before the fsync.
-func (m *Mailbox) DirSyncBegins() { raise(m.dirSyncFrom(), atomic.LoadUint32(m.syncIssued())) }
+func (m *Mailbox) DirSyncBegins() { m.covered(atomic.LoadUint32(m.syncIssued())) }
 
 // CoverNext records, before the granter of tag t waits for the next grant
 // (AwaitNextGrant), that its fsync will begin after the rename behind the
@@ -54,7 +54,17 @@ func (m *Mailbox) DirSyncBegins() { raise(m.dirSyncFrom(), atomic.LoadUint32(m.s
 // instead of waiting for a grantee of its own, and the pair is made. If
 // the wait runs out first, the grantee's own fsync has more to write than
 // it expected, and that is all.
-func (m *Mailbox) CoverNext(t uint32) { raise(m.dirSyncFrom(), t+1) }
+func (m *Mailbox) CoverNext(t uint32) { m.covered(t + 1) }
+
+func (m *Mailbox) covered(s uint32) {
+	w := m.dirSyncFrom()
+	for {
+		old := atomic.LoadUint32(w)
+		if reached(old, s) || atomic.CompareAndSwapUint32(w, old, s) {
+			return
+		}
+	}
+}
 
 // counted counts grant g (Promise and NoPromise call it) and wakes the
 // granters waiting in AwaitNextGrant.

@@ -49,16 +49,6 @@ func (m *Mailbox) syncSleepers() *uint32 { return m.header32(40) }
 // wrap: tags are compared by their distance, as sequence numbers are.
 func reached(done, t uint32) bool { return int32(done-t) >= 0 }
 
-// raise moves the counter at w up to t, unless it has reached t already.
-func raise(w *uint32, t uint32) {
-	for {
-		old := atomic.LoadUint32(w)
-		if reached(old, t) || atomic.CompareAndSwapUint32(w, old, t) {
-			return
-		}
-	}
-}
-
 // Promise makes the grant carry a sync tag (a new one, never 0) and
 // returns it: the granter will fsync the directory after its release and
 // then call SyncDone with it. Call it before Done.
@@ -99,7 +89,15 @@ func (s *Seat) Promised() uint32 {
 // Grantees waiting for t, or for an earlier tag, are woken.
 func (m *Mailbox) SyncDone(t uint32) {
 	d := m.syncDone()
-	raise(d, t)
+	for {
+		old := atomic.LoadUint32(d)
+		if reached(old, t) {
+			break
+		}
+		if atomic.CompareAndSwapUint32(d, old, t) {
+			break
+		}
+	}
 	if atomic.LoadUint32(m.syncSleepers()) != 0 {
 		sys.FutexWake(d, 1<<30)
 	}
